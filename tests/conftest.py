@@ -1,0 +1,78 @@
+"""Shared test setup: our modules and module_utils importable as Ansible sees them."""
+import os
+import pathlib
+import shutil
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "library"))
+sys.path.insert(0, str(ROOT / "module_utils"))
+
+import ansible.module_utils  # noqa: E402
+
+# modules import `ansible.module_utils.<ours>`: make that resolve to module_utils/
+ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+
+
+def oracle_path():
+    """The real containerd 1.6.20 used as the oracle (make oracle installs it)."""
+    candidates = [os.environ.get("CONTAINERD_ORACLE"),
+                  str(ROOT / ".cache/containerd/usr/bin/containerd"),
+                  shutil.which("containerd")]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="session")
+def containerd_oracle():
+    path = oracle_path()
+    if path is None:
+        pytest.fail("real containerd 1.6 not found: run `make oracle` (unpacks Debian's "
+                    "containerd package into .cache/containerd) or set CONTAINERD_ORACLE")
+    return path
+
+
+@pytest.fixture
+def module_runner():
+    """Run an AnsibleModule's main() with args; return (ok, result dict)."""
+    import json
+    from ansible.module_utils import basic
+    from ansible.module_utils.testing import patch_module_args
+
+    class Exit(Exception):
+        pass
+
+    def run(main, args, check_mode=False, diff=False):
+        args = dict(args)
+        if check_mode:
+            args["_ansible_check_mode"] = True
+        if diff:
+            args["_ansible_diff"] = True
+        out = {}
+
+        def exit_json(self, **kwargs):
+            out.update(kwargs, failed=False)
+            raise Exit()
+
+        def fail_json(self, msg, **kwargs):
+            out.update(kwargs, msg=msg, failed=True)
+            raise Exit()
+
+        orig_exit, orig_fail = basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json
+        basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = exit_json, fail_json
+        try:
+            with patch_module_args(args):
+                try:
+                    main()
+                except Exit:
+                    pass
+        finally:
+            basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = orig_exit, orig_fail
+        json.dumps(out, default=str)
+        return out
+
+    return run
