@@ -1,0 +1,216 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible module: judge how containerd will merge a config and its drop-ins."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: containerd_merge
+short_description: Predict which runtimes containerd loads from a config and its imports
+description:
+  - Reads a containerd main config and every file its C(imports) pull in, the way
+    containerd does (breadth-first, globs sorted by name, a path loaded once), and judges
+    the merge for the containerd version given.
+  - On containerd 1.x each plugin table a later file mentions replaces the earlier one
+    whole. A drop-in that only adds C(runtimes.nvidia) therefore removes C(runc), the
+    built-in runtime included, while C(default_runtime_name = "runc") stays - the CRI
+    plugin then fails on the next start. On 2.x tables deep-merge and runc survives.
+  - Returns the runtimes each side defines, the tables both sides define, the runtimes a
+    restart would load (checked against the real containerd 1.6.20 C(config dump) on a
+    corpus of config sets), and plain-language findings.
+  - With O(observed_runtimes) (what C(containerd config dump) showed on the node) the
+    findings say what a difference between observation and prediction implies, e.g. that
+    the daemon was not restarted since the drop-in was written.
+  - With O(dest) it writes the lab's five-line C(merge.txt).
+  - Runs where the files are; it reads and never changes the configs.
+version_added: "1.0.0"
+author: gpu-incident-lab contributors
+options:
+  path:
+    description: The main containerd config, e.g. C(/etc/containerd/config.toml).
+    type: path
+    required: true
+  containerd_version:
+    description:
+      - Whose merge semantics to model. C(1.6), C(1.7) or any C(1.x.y) give per-plugin
+        whole-table replacement; C(2.0) and later give deep merge.
+      - The patch release matters for relative globs (resolved against the file's folder
+        from 1.6.29 / 1.7.16, against the daemon's working directory before) and for
+        C(version = 3) (fatal from 1.6.32 / 1.7.17). Without a patch the newest is assumed.
+    type: str
+    default: "1.7"
+  observed_runtimes:
+    description:
+      - Runtime names that C(containerd config dump) showed on the node (the observation).
+        Compared with the prediction in RV(findings) and written as C(LOADED_RUNTIMES).
+    type: list
+    elements: str
+  dest:
+    description:
+      - Write the five-line report here (C(MAIN_RUNTIMES), C(DROPIN_RUNTIMES), C(CONFLICT),
+        C(CONFLICT_TABLE), C(LOADED_RUNTIMES)). Requires O(observed_runtimes).
+      - Nothing is written when the configs cannot be judged.
+    type: path
+  backup:
+    description: Keep a timestamped copy of O(dest) when its content changes.
+    type: bool
+    default: false
+  mode:
+    description: File mode of O(dest).
+    type: str
+    default: "0644"
+  working_dir:
+    description:
+      - The daemon's working directory, against which containerd before 1.6.29 / 1.7.16
+        resolves relative import globs. systemd starts containerd in C(/).
+    type: path
+    default: /
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: Shows the change to O(dest).
+notes:
+  - The oracle used in the project's tests is Debian's containerd 1.6.20. The 2.x semantics
+    are modelled from containerd's source and have no binary oracle here.
+  - C(containerd config dump) re-reads the files, so it shows what the next start loads, not
+    what a running daemon holds (C(crictl info) shows that).
+seealso:
+  - name: containerd configuration imports
+    description: How containerd merges imported files.
+    link: https://github.com/containerd/containerd/blob/main/docs/man/containerd-config.toml.5.md
+"""
+
+EXAMPLES = r"""
+- name: Judge the node's config as containerd 1.7 would load it
+  containerd_merge:
+    path: /etc/containerd/config.toml
+    containerd_version: "1.7"
+  register: merge
+
+- name: Stop when a restart would lose the default runtime
+  ansible.builtin.assert:
+    that: merge.default_runtime_name in merge.predicted_runtimes
+    fail_msg: "{{ merge.findings | join(' ') }}"
+
+- name: Write the lab's merge.txt with the incident-day observation
+  containerd_merge:
+    path: /root/gpuop/etc/containerd/config.toml
+    observed_runtimes: [runc]
+    dest: /root/gpuop/out/merge.txt
+"""
+
+RETURN = r"""
+main_runtimes:
+  description: Runtime names the main file defines directly.
+  returned: success
+  type: list
+  elements: str
+  sample: [runc]
+dropin_runtimes:
+  description: Runtime names the imported files define directly.
+  returned: success
+  type: list
+  elements: str
+  sample: [nvidia]
+dropin_files:
+  description: The imported files actually loaded, in containerd's load order.
+  returned: success
+  type: list
+  elements: str
+  sample: [/etc/containerd/conf.d/99-nvidia.toml]
+conflict:
+  description: Whether the main file and the drop-ins define a common table.
+  returned: success
+  type: bool
+  sample: true
+conflict_tables:
+  description: The deepest tables both sides define, written with quoted dotted keys.
+  returned: success
+  type: list
+  elements: str
+  sample: ['plugins."io.containerd.grpc.v1.cri".containerd.runtimes']
+predicted_runtimes:
+  description:
+    - Sorted names of the runtimes C(containerd config dump) of that version lists under
+      the CRI plugin's C(containerd.runtimes), the built-in runc included where it
+      survives. What a restart would load.
+  returned: success
+  type: list
+  elements: str
+  sample: [nvidia]
+default_runtime_name:
+  description: The default runtime the merged config names.
+  returned: success
+  type: str
+  sample: runc
+config_version:
+  description: The effective config version (the last non-zero C(version); 0 when none).
+  returned: success
+  type: int
+  sample: 2
+cri_plugin:
+  description: The plugin key the CRI settings are read from for this version.
+  returned: success
+  type: str
+  sample: io.containerd.grpc.v1.cri
+findings:
+  description: Plain-language diagnoses of the merge.
+  returned: always
+  type: list
+  elements: str
+report:
+  description: The five-line report (when O(dest) or O(observed_runtimes) is given).
+  returned: when observed_runtimes is given
+  type: str
+error:
+  description: Where judging failed - file, line, column, the fix, the named mistake.
+  returned: failure
+  type: dict
+backup_file:
+  description: The copy of the previous O(dest).
+  returned: when backup made
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.containerd_config import ConfigError, judge, merge_report  # noqa: E402
+from ansible.module_utils.lab_files import write_text  # noqa: E402
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            containerd_version=dict(type="str", default="1.7"),
+            observed_runtimes=dict(type="list", elements="str"),
+            dest=dict(type="path"),
+            backup=dict(type="bool", default=False),
+            mode=dict(type="str", default="0644"),
+            working_dir=dict(type="path", default="/"),
+        ),
+        required_by={"dest": ("observed_runtimes",)},
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        result = judge(params["path"], params["containerd_version"],
+                       params["observed_runtimes"], params["working_dir"])
+    except ConfigError as exc:
+        module.fail_json(msg=str(exc), findings=[], error=dict(
+            path=exc.path, line=exc.line, column=exc.column, fix=exc.fix,
+            mistake=exc.mistake, message=exc.message))
+    result["changed"] = False
+    if params["observed_runtimes"] is not None:
+        result["report"] = merge_report(result, params["observed_runtimes"])
+    if params["dest"]:
+        result.update(write_text(module, params["dest"], result["report"],
+                                 mode=params["mode"], backup=params["backup"]))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""containerd_merge: the module's contract (the oracle test covers semantics)."""
+import os
+import pathlib
+
+import pytest
+
+import containerd_merge
+import containerd_config as cc
+
+MAIN = '''version = 2
+imports = ["{dir}/conf.d/*.toml"]
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    SystemdCgroup = true
+'''
+DROPIN = '''[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+    BinaryName = "/usr/bin/nvidia-container-runtime"
+    SystemdCgroup = true
+'''
+EXPECTED_REPORT = ('MAIN_RUNTIMES=runc\nDROPIN_RUNTIMES=nvidia\nCONFLICT=yes\n'
+                   'CONFLICT_TABLE=plugins."io.containerd.grpc.v1.cri".containerd.runtimes\n'
+                   'LOADED_RUNTIMES=runc\n')
+
+
+@pytest.fixture
+def lab(tmp_path):
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "config.toml").write_text(MAIN.format(dir=tmp_path))
+    (tmp_path / "conf.d/99-nvidia.toml").write_text(DROPIN)
+    return tmp_path
+
+
+def args(lab, **extra):
+    base = {"path": str(lab / "config.toml"), "containerd_version": "1.6"}
+    base.update(extra)
+    return base
+
+
+def test_judges_the_incident_pair(lab, module_runner):
+    out = module_runner(containerd_merge.main, args(lab, observed_runtimes=["runc"]))
+    assert not out["failed"]
+    assert out["main_runtimes"] == ["runc"]
+    assert out["dropin_runtimes"] == ["nvidia"]
+    assert out["dropin_files"] == [str(lab / "conf.d/99-nvidia.toml")]
+    assert out["conflict"] is True
+    assert out["conflict_tables"] == ['plugins."io.containerd.grpc.v1.cri".containerd.runtimes']
+    assert out["predicted_runtimes"] == ["nvidia"]
+    text = " ".join(out["findings"])
+    assert "replaces the whole" in text
+    assert "default_runtime_name = 'runc'" in text and "fail on the next start" in text
+    assert "Observed but not predicted: runc" in text
+    assert out["report"] == EXPECTED_REPORT
+
+
+def test_writes_five_lines_then_is_idempotent(lab, module_runner):
+    dest = lab / "merge.txt"
+    first = module_runner(containerd_merge.main, args(lab, observed_runtimes=["runc"], dest=str(dest)))
+    assert first["changed"] is True
+    assert dest.read_text() == EXPECTED_REPORT
+    second = module_runner(containerd_merge.main, args(lab, observed_runtimes=["runc"], dest=str(dest)))
+    assert second["changed"] is False
+
+
+def test_check_mode_and_diff_write_nothing(lab, module_runner):
+    dest = lab / "merge.txt"
+    out = module_runner(containerd_merge.main, args(lab, observed_runtimes=["runc"], dest=str(dest)),
+                        check_mode=True, diff=True)
+    assert out["changed"] is True
+    assert out["diff"]["after"] == EXPECTED_REPORT
+    assert not dest.exists()
+
+
+def test_backup_keeps_the_old_report(lab, module_runner):
+    dest = lab / "merge.txt"
+    dest.write_text("LOADED_RUNTIMES=something else\n")
+    out = module_runner(containerd_merge.main,
+                        args(lab, observed_runtimes=["runc"], dest=str(dest), backup=True))
+    assert out["changed"] and os.path.exists(out["backup_file"])
+    assert pathlib.Path(out["backup_file"]).read_text() == "LOADED_RUNTIMES=something else\n"
+
+
+def test_dest_requires_an_observation(lab, module_runner):
+    out = module_runner(containerd_merge.main, args(lab, dest=str(lab / "m.txt")))
+    assert out["failed"] and "observed_runtimes" in out["msg"]
+
+
+def test_syntax_error_names_file_line_column_and_writes_nothing(lab, module_runner):
+    (lab / "conf.d/99-nvidia.toml").write_text('[plugins."x"\nruntime_type = 1\n')
+    dest = lab / "merge.txt"
+    out = module_runner(containerd_merge.main, args(lab, observed_runtimes=["runc"], dest=str(dest)))
+    assert out["failed"]
+    assert out["error"]["path"].endswith("99-nvidia.toml")
+    assert out["error"]["line"] == 1 and out["error"]["column"]
+    assert "99-nvidia.toml:1:" in out["msg"]
+    assert not dest.exists()
+
+
+def test_unquoted_dotted_table_is_named_with_its_fix(lab, module_runner):
+    (lab / "config.toml").write_text(
+        'version = 2\n\n[plugins.io.containerd.grpc.v1.cri.containerd.runtimes.runc]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n')
+    out = module_runner(containerd_merge.main, args(lab))
+    assert out["failed"]
+    assert out["error"]["mistake"] == "unquoted-dotted-table"
+    assert out["error"]["line"] == 3
+    assert "common mistake 1" in out["msg"]
+    assert out["error"]["fix"].endswith(
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]')
+
+
+def test_missing_import_fails_like_containerd(lab, module_runner):
+    (lab / "config.toml").write_text('version = 2\nimports = ["%s/nope.toml"]\n' % lab)
+    out = module_runner(containerd_merge.main, args(lab))
+    assert out["failed"] and "imported by" in out["msg"] and "nope.toml" in out["msg"]
+
+
+def test_glob_matching_nothing_is_a_finding(lab, module_runner):
+    os.rename(lab / "conf.d", lab / "config.d")
+    out = module_runner(containerd_merge.main, args(lab))
+    assert out["dropin_files"] == [] and out["predicted_runtimes"] == ["runc"]
+    assert any("matched no file" in f and "config.d" in f for f in out["findings"])
+
+
+def test_containerd_2_deep_merges_and_keeps_runc(lab, module_runner):
+    out = module_runner(containerd_merge.main, args(lab, containerd_version="2.1"))
+    assert out["predicted_runtimes"] == ["nvidia", "runc"]
+    assert out["cri_plugin"] == "io.containerd.cri.v1.runtime"
+    assert not any("fail on the next start" in f for f in out["findings"])
+
+
+def test_observation_missing_a_predicted_runtime_says_not_restarted(lab, module_runner):
+    out = module_runner(containerd_merge.main,
+                        args(lab, containerd_version="2.0", observed_runtimes=["runc"]))
+    assert any("not been restarted" in f for f in out["findings"])
+
+
+def test_relative_glob_depends_on_patch_release(tmp_path):
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "config.toml").write_text('version = 2\nimports = ["conf.d/*.toml"]\n')
+    (tmp_path / "conf.d/99-nvidia.toml").write_text(DROPIN)
+    old = cc.judge(str(tmp_path / "config.toml"), "1.6.20", working_dir="/")
+    new = cc.judge(str(tmp_path / "config.toml"), "1.6.29", working_dir="/")
+    assert old["dropin_files"] == [] and any("relative glob" in f for f in old["findings"])
+    assert new["predicted_runtimes"] == ["nvidia"]
+
+
+def test_version_3_is_fatal_from_1_6_32(lab):
+    (lab / "config.toml").write_text('version = 3\n')
+    assert cc.judge(str(lab / "config.toml"), "1.6.20")["predicted_runtimes"] == ["runc"]
+    with pytest.raises(cc.ConfigError, match="unsupported config version 3"):
+        cc.judge(str(lab / "config.toml"), "1.6.32")
+
+
+def test_bad_version_text():
+    with pytest.raises(cc.ConfigError, match="not a version"):
+        cc.parse_version("latest")
