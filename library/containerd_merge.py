@@ -47,10 +47,16 @@ options:
         Compared with the prediction in RV(findings) and written as C(LOADED_RUNTIMES).
     type: list
     elements: str
+  observed_dump:
+    description:
+      - The text of a C(containerd config dump) taken on the node; its runtimes become the
+        observation. Mutually exclusive with O(observed_runtimes).
+    type: str
   dest:
     description:
       - Write the five-line report here (C(MAIN_RUNTIMES), C(DROPIN_RUNTIMES), C(CONFLICT),
-        C(CONFLICT_TABLE), C(LOADED_RUNTIMES)). Requires O(observed_runtimes).
+        C(CONFLICT_TABLE), C(LOADED_RUNTIMES)). Requires O(observed_runtimes) or
+        O(observed_dump).
       - Nothing is written when the configs cannot be judged.
     type: path
   backup:
@@ -162,6 +168,11 @@ findings:
   returned: always
   type: list
   elements: str
+observed_runtimes:
+  description: The observation used (given, or read from O(observed_dump)).
+  returned: when observed_runtimes or observed_dump is given
+  type: list
+  elements: str
 report:
   description: The five-line report (when O(dest) or O(observed_runtimes) is given).
   returned: when observed_runtimes is given
@@ -177,7 +188,7 @@ backup_file:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.containerd_config import ConfigError, judge, merge_report  # noqa: E402
+from ansible.module_utils.containerd_config import ConfigError, judge, merge_report, runtimes_in_dump  # noqa: E402
 from ansible.module_utils.lab_files import write_text  # noqa: E402
 
 
@@ -187,25 +198,33 @@ def main():
             path=dict(type="path", required=True),
             containerd_version=dict(type="str", default="1.7"),
             observed_runtimes=dict(type="list", elements="str"),
+            observed_dump=dict(type="str"),
             dest=dict(type="path"),
             backup=dict(type="bool", default=False),
             mode=dict(type="str", default="0644"),
             working_dir=dict(type="path", default="/"),
         ),
-        required_by={"dest": ("observed_runtimes",)},
+        mutually_exclusive=[("observed_runtimes", "observed_dump")],
         supports_check_mode=True,
     )
     params = module.params
+    observed = params["observed_runtimes"]
+    if params["observed_dump"] is not None:
+        observed = runtimes_in_dump(params["observed_dump"])
+    if params["dest"] and observed is None:
+        module.fail_json(msg="dest needs an observation: give observed_runtimes (what "
+                         "`containerd config dump` showed on the node) or observed_dump")
     try:
-        result = judge(params["path"], params["containerd_version"],
-                       params["observed_runtimes"], params["working_dir"])
+        result = judge(params["path"], params["containerd_version"], observed,
+                       params["working_dir"])
     except ConfigError as exc:
         module.fail_json(msg=str(exc), findings=[], error=dict(
             path=exc.path, line=exc.line, column=exc.column, fix=exc.fix,
             mistake=exc.mistake, message=exc.message))
     result["changed"] = False
-    if params["observed_runtimes"] is not None:
-        result["report"] = merge_report(result, params["observed_runtimes"])
+    if observed is not None:
+        result["observed_runtimes"] = observed
+        result["report"] = merge_report(result, observed)
     if params["dest"]:
         result.update(write_text(module, params["dest"], result["report"],
                                  mode=params["mode"], backup=params["backup"]))

@@ -161,3 +161,12 @@ def test_version_3_is_fatal_from_1_6_32(lab):
 def test_bad_version_text():
     with pytest.raises(cc.ConfigError, match="not a version"):
         cc.parse_version("latest")
+
+
+def test_observation_from_a_real_dump_text(lab, module_runner):
+    dump = ('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+            '  runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n')
+    out = module_runner(containerd_merge.main, args(lab, observed_dump=dump))
+    assert out["observed_runtimes"] == ["runc"]
+    assert out["report"] == EXPECTED_REPORT

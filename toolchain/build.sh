@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Build one control-plane binary from the pinned Go modules in this folder.
+# Build the control-plane binaries from the pinned Go modules in this folder.
 #
-#   toolchain/build.sh COMPONENT OUTDIR
+#   toolchain/build.sh COMPONENT OUTDIR     build one binary into OUTDIR
+#   toolchain/build.sh status OUTDIR        one line per component:
+#                                           NAME PINNED-VERSION ok|missing|stale
 #
 # COMPONENT: kube-apiserver kube-controller-manager kube-scheduler kubectl
 #            etcd kwok kwokctl
@@ -13,12 +15,40 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-component=${1:?usage: build.sh COMPONENT OUTDIR}
-outdir=${2:?usage: build.sh COMPONENT OUTDIR}
+components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl"
+component=${1:?usage: build.sh COMPONENT|status OUTDIR}
+outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
 
 modver() { # module-dir module-path -> version pinned in that go.mod
   awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { print ($1 == m ? $2 : $3); exit }' "$here/$1/go.mod"
 }
+
+pinned() { # component -> the version its --version must print
+  case "$1" in
+    kube-*|kubectl) modver kubernetes k8s.io/kubernetes ;;
+    etcd) v=$(modver etcd go.etcd.io/etcd/server/v3); echo "${v#v}" ;;
+    kwok|kwokctl) modver kwok sigs.k8s.io/kwok ;;
+  esac
+}
+
+reported() { # component binary -> the version line it prints
+  case "$1" in
+    kubectl) "$2" version --client 2>/dev/null | head -n1 ;;
+    *) "$2" --version 2>/dev/null | head -n1 ;;
+  esac
+}
+
+if [ "$component" = status ]; then
+  for c in $components; do
+    want=$(pinned "$c")
+    if [ ! -x "$outdir/$c" ]; then state=missing
+    elif reported "$c" "$outdir/$c" | grep -qE "(^|[ v])${want#v}( |$)"; then state=ok
+    else state=stale
+    fi
+    echo "$c $want $state"
+  done
+  exit 0
+fi
 
 case "$component" in
   kube-apiserver|kube-controller-manager|kube-scheduler|kubectl)
