@@ -31,18 +31,20 @@ pinned() { # component -> the version its --version must print
   esac
 }
 
-reported() { # component binary -> the version line it prints
+reported() { # component binary -> the first line of its version output
+  local out
   case "$1" in
-    kubectl) "$2" version --client 2>/dev/null | head -n1 ;;
-    *) "$2" --version 2>/dev/null | head -n1 ;;
+    kubectl) out=$("$2" version --client 2>/dev/null) || true ;;
+    *) out=$("$2" --version 2>/dev/null) || true ;;
   esac
+  printf '%s\n' "${out%%$'\n'*}"
 }
 
 if [ "$component" = status ]; then
   for c in $components; do
     want=$(pinned "$c")
     if [ ! -x "$outdir/$c" ]; then state=missing
-    elif reported "$c" "$outdir/$c" | grep -qE "(^|[ v])${want#v}( |$)"; then state=ok
+    elif [[ " $(reported "$c" "$outdir/$c") " == *[\ v]"${want#v}"\ * ]]; then state=ok
     else state=stale
     fi
     echo "$c $want $state"
