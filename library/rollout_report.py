@@ -1,0 +1,198 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible module: wait for a DaemonSet rollout to finish or stall, and report it."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: rollout_report
+short_description: Report a DaemonSet rollout - complete, or stalled and why
+description:
+  - Polls a DaemonSet and its Pods until the rollout is complete, or has stalled (a Pod of
+    the current template cannot be scheduled and the controller's status stopped moving),
+    or the timeout passes.
+  - Reports DESIRED, UPDATED and READY from the DaemonSet status
+    (desiredNumberScheduled, updatedNumberScheduled, numberReady), OLD_IMAGE_PODS counted
+    from the Pods' own images, MAX_UNAVAILABLE from the spec, and BLOCKER derived from the
+    scheduler's message on the unschedulable Pod (C(Insufficient memory) gives
+    C(insufficient-memory)).
+  - Works on any DaemonSet of any cluster; it only reads.
+version_added: "1.0.0"
+author: gpu-incident-lab contributors
+options:
+  kubeconfig:
+    description: Path of the kubeconfig to use.
+    type: path
+    required: true
+  context:
+    description: Context in the kubeconfig.
+    type: str
+  namespace:
+    description: Namespace of the DaemonSet.
+    type: str
+    required: true
+  name:
+    description: Name of the DaemonSet.
+    type: str
+    required: true
+  wait_timeout:
+    description: Seconds to wait for the rollout to complete or stall; 0 reads once.
+    type: int
+    default: 120
+  settle:
+    description: Consecutive identical reads (one per second) that make a stall.
+    type: int
+    default: 3
+  fail_on_timeout:
+    description: Fail when neither complete nor stalled within O(wait_timeout).
+    type: bool
+    default: true
+  dest:
+    description: Write the six-line report here.
+    type: path
+  overwrite:
+    description:
+      - Replace an existing O(dest) whose content differs. The report is a recorded
+        observation, so by default an existing one is kept and RV(kept_existing) says so.
+    type: bool
+    default: false
+  backup:
+    description: With O(overwrite), keep a timestamped copy of the old report.
+    type: bool
+    default: true
+  mode:
+    description: File mode of O(dest).
+    type: str
+    default: "0644"
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Why is the toolkit rollout stuck? (any cluster)
+  rollout_report:
+    kubeconfig: ~/.kube/config
+    namespace: gpu-operator
+    name: nvidia-container-toolkit
+    wait_timeout: 60
+  register: rollout
+
+- name: Record the lab's stall report
+  rollout_report:
+    kubeconfig: "{{ lab_kubeconfig }}"
+    namespace: gpu-operator
+    name: nvidia-container-toolkit
+    dest: /root/gpuop/out/rollout.txt
+"""
+
+RETURN = r"""
+outcome:
+  description: C(complete), C(stalled) or C(timeout).
+  returned: success
+  type: str
+desired:
+  description: status.desiredNumberScheduled.
+  returned: success
+  type: int
+updated:
+  description: status.updatedNumberScheduled.
+  returned: success
+  type: int
+ready:
+  description: status.numberReady.
+  returned: success
+  type: int
+old_image_pods:
+  description: Pods whose images differ from the current template.
+  returned: success
+  type: int
+max_unavailable:
+  description: spec.updateStrategy.rollingUpdate.maxUnavailable.
+  returned: success
+  type: raw
+blocker:
+  description: What stops the rollout, from the scheduler's message; C(none) when complete.
+  returned: success
+  type: str
+  sample: insufficient-memory
+blocker_message:
+  description: The scheduler's own message on the blocked Pod.
+  returned: when a Pod is unschedulable
+  type: str
+blocked_pods:
+  description: Pods of the current template that cannot be scheduled.
+  returned: success
+  type: list
+  elements: str
+waited:
+  description: Seconds spent waiting.
+  returned: success
+  type: float
+report:
+  description: The six-line report.
+  returned: success
+  type: str
+kept_existing:
+  description: True when O(dest) existed and was kept.
+  returned: when dest exists and overwrite is false
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.lab_files import write_text  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, api_client, api_error_text  # noqa: E402
+from ansible.module_utils.rollout import rollout_report, snapshot, wait_settled  # noqa: E402
+
+
+def main():
+    spec = dict(KUBE_ARGS)
+    spec.update(
+        namespace=dict(type="str", required=True),
+        name=dict(type="str", required=True),
+        wait_timeout=dict(type="int", default=120),
+        settle=dict(type="int", default=3),
+        fail_on_timeout=dict(type="bool", default=True),
+        dest=dict(type="path"),
+        overwrite=dict(type="bool", default=False),
+        backup=dict(type="bool", default=True),
+        mode=dict(type="str", default="0644"),
+    )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    p = module.params
+    try:
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        api = api_client(p["kubeconfig"], p["context"])
+    except (RuntimeError, ImportError) as exc:
+        module.fail_json(msg=str(exc))
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+
+    def read():
+        return snapshot(apps, core, p["namespace"], p["name"])
+
+    try:
+        snap, verdict, waited, state = wait_settled(read, p["wait_timeout"], settle=p["settle"])
+    except ApiException as exc:
+        module.fail_json(msg="cannot read DaemonSet %s/%s: %s"
+                         % (p["namespace"], p["name"], api_error_text(exc)))
+    result = dict(verdict, changed=False, outcome=state, waited=round(waited, 1),
+                  report=rollout_report(verdict), pods=snap["pods"])
+    if state == "timeout" and p["fail_on_timeout"]:
+        module.fail_json(msg="DaemonSet %s/%s neither completed nor stalled within %ss: "
+                         "desired %s, updated %s, ready %s, old-image pods %s"
+                         % (p["namespace"], p["name"], p["wait_timeout"], verdict["desired"],
+                            verdict["updated"], verdict["ready"], verdict["old_image_pods"]),
+                         **result)
+    if p["dest"]:
+        result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],
+                                 backup=p["backup"], force=p["overwrite"]))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

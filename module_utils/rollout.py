@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read a DaemonSet rollout from the cluster and judge whether and why it stalled.
+
+Shared by the rollout_report module and the grader. Numbers come from the
+DaemonSet's status and the Pods' own specs; the blocker comes from the
+scheduler's message on the Pod that cannot be placed - nothing is assumed.
+"""
+
+import re
+import time
+
+REPORT_KEYS = ["DESIRED", "UPDATED", "READY", "OLD_IMAGE_PODS", "MAX_UNAVAILABLE", "BLOCKER"]
+
+# "this is not the Pod's node": 1.36 says "didn't satisfy plugin(s) [NodeAffinity]",
+# older releases "didn't match Pod's node affinity/selector"
+_AFFINITY = re.compile(r"node affinity/selector|\[NodeAffinity\]")
+_KNOWN = [
+    (_AFFINITY, "node-affinity-mismatch"),
+    (re.compile(r"untolerated taint"), "untolerated-taint"),
+    (re.compile(r"^Too many pods$"), "too-many-pods"),
+    (re.compile(r"didn't have free ports"), "host-port-conflict"),
+    (re.compile(r"unschedulable"), "node-unschedulable"),
+]
+
+
+def blocker_from_message(message):
+    """'0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's
+    node affinity/selector. preemption: ...' -> 'insufficient-memory'.
+
+    Reasons that only say "not this Pod's node" (a DaemonSet Pod is pinned to one
+    node) are dropped when another reason is present."""
+    if not message:
+        return None
+    head = message.split(" preemption:")[0].strip().rstrip(".")
+    if ":" in head:
+        head = head.split(":", 1)[1]
+    reasons = []
+    for part in re.split(r"[,.]\s+", head):
+        part = re.sub(r"^\d+\s+", "", part.strip()).strip().rstrip(".")
+        if part:
+            reasons.append(part)
+    if not reasons:
+        return None
+    reasons = [r for r in reasons if not r.startswith("no new claims to deallocate")] or reasons
+    meaningful = [r for r in reasons if not _AFFINITY.search(r)] or reasons
+    slugs = []
+    for reason in meaningful:
+        match = re.match(r"Insufficient (.+)$", reason)
+        if match:
+            slug = "insufficient-" + re.sub(r"[^a-z0-9./]+", "-", match.group(1).lower())
+        else:
+            slug = next((name for pattern, name in _KNOWN if pattern.search(reason)), None)
+            slug = slug or re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")
+        if slug not in slugs:
+            slugs.append(slug)
+    return ",".join(slugs)
+
+
+def _condition(pod, kind):
+    for cond in (pod.status.conditions or []) if pod.status else []:
+        if cond.type == kind:
+            return cond
+    return None
+
+
+def snapshot(apps, core, namespace, name):
+    """Everything the judgment reads, in plain dicts."""
+    ds = apps.read_namespaced_daemon_set(name, namespace)
+    selector = ",".join("%s=%s" % kv for kv in sorted((ds.spec.selector.match_labels or {}).items()))
+    pods = core.list_namespaced_pod(namespace, label_selector=selector).items
+    pods = [p for p in pods if any(ref.uid == ds.metadata.uid
+                                   for ref in (p.metadata.owner_references or []))]
+    images = sorted(c.image for c in ds.spec.template.spec.containers)
+    strategy = ds.spec.update_strategy
+    max_unavailable = None
+    if strategy and strategy.rolling_update is not None:
+        max_unavailable = strategy.rolling_update.max_unavailable
+    status = ds.status
+    pod_rows = []
+    for pod in pods:
+        scheduled = _condition(pod, "PodScheduled")
+        ready = _condition(pod, "Ready")
+        pod_rows.append({
+            "name": pod.metadata.name,
+            "node": pod.spec.node_name,
+            "images": sorted(c.image for c in pod.spec.containers),
+            "phase": pod.status.phase if pod.status else None,
+            "ready": bool(ready and ready.status == "True"),
+            "ready_since": ready.last_transition_time.isoformat()
+            if ready and ready.status == "True" and ready.last_transition_time else None,
+            "unschedulable": bool(scheduled and scheduled.status == "False"
+                                  and scheduled.reason == "Unschedulable"),
+            "scheduler_message": scheduled.message if scheduled and scheduled.status == "False" else None,
+            "created": pod.metadata.creation_timestamp.isoformat()
+            if pod.metadata.creation_timestamp else None,
+            "revision": (pod.metadata.labels or {}).get("controller-revision-hash"),
+        })
+    return {
+        "generation": ds.metadata.generation,
+        "observed_generation": status.observed_generation,
+        "desired": status.desired_number_scheduled,
+        "current": status.current_number_scheduled,
+        "updated": status.updated_number_scheduled or 0,
+        "ready": status.number_ready,
+        "available": status.number_available or 0,
+        "unavailable": status.number_unavailable or 0,
+        "max_unavailable": max_unavailable,
+        "template_images": images,
+        "pods": pod_rows,
+    }
+
+
+def judge(snap):
+    """The report values and the verdict of one snapshot."""
+    old = [p for p in snap["pods"] if p["images"] != snap["template_images"]]
+    new = [p for p in snap["pods"] if p["images"] == snap["template_images"]]
+    blocked = [p for p in new if p["unschedulable"]]
+    messages = [p["scheduler_message"] for p in blocked if p["scheduler_message"]]
+    blocker = blocker_from_message(messages[0]) if messages else None
+    complete = (snap["observed_generation"] == snap["generation"]
+                and snap["updated"] == snap["desired"] and snap["ready"] == snap["desired"]
+                and not old)
+    return {
+        "desired": snap["desired"],
+        "updated": snap["updated"],
+        "ready": snap["ready"],
+        "old_image_pods": len(old),
+        "max_unavailable": snap["max_unavailable"],
+        "blocker": blocker or ("none" if complete else "unknown"),
+        "blocker_message": messages[0] if messages else None,
+        "blocked_pods": [p["name"] for p in blocked],
+        "complete": complete,
+        "stalled": bool(blocked) and snap["observed_generation"] == snap["generation"],
+    }
+
+
+def _moving_parts(snap):
+    return (snap["observed_generation"], snap["desired"], snap["current"], snap["updated"],
+            snap["ready"], snap["available"], snap["unavailable"],
+            tuple(sorted((p["name"], p["phase"], p["ready"], p["unschedulable"]) for p in snap["pods"])))
+
+
+def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pause=time.sleep):
+    """Poll read() until the rollout is complete, or stalled with its status unchanged
+    for `settle` consecutive reads. Returns (snapshot, verdict, waited_seconds, reason)."""
+    start = clock()
+    previous, same = None, 0
+    while True:
+        snap = read()
+        verdict = judge(snap)
+        parts = _moving_parts(snap)
+        same = same + 1 if parts == previous else 0
+        previous = parts
+        if verdict["complete"]:
+            return snap, verdict, clock() - start, "complete"
+        if verdict["stalled"] and same >= settle - 1:
+            return snap, verdict, clock() - start, "stalled"
+        if clock() - start >= timeout:
+            return snap, verdict, clock() - start, "timeout"
+        pause(interval)
+
+
+def rollout_report(verdict):
+    values = dict(verdict)
+    return "".join("%s=%s\n" % (key, values[key.lower()]) for key in REPORT_KEYS)
