@@ -1,0 +1,686 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One definition of "step N is right": the checks the grader and Molecule's
+verify both run.
+
+Each check reads the lab folder and, for steps 5-8, the live cluster, and
+returns reasons (empty = passed) and advice (never fails a step). Nothing is
+written to the lab folder or the cluster; step 4 runs the trainee's script
+with a fake containerd in a temporary folder, as the original grader does.
+Values in the reports are compared with what the trainee's own files and the
+live cluster say, not with the spec's example numbers.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import yaml
+
+from ansible.module_utils import containerd_config as cc
+from ansible.module_utils import rollout as ro
+from ansible.module_utils import timeslicing as ts
+from ansible.module_utils.lab_kube import api_client
+
+CRI = ("plugins", cc.CRI_V2, "containerd")
+MERGE_KEYS = ["MAIN_RUNTIMES", "DROPIN_RUNTIMES", "CONFLICT", "CONFLICT_TABLE", "LOADED_RUNTIMES"]
+
+MISTAKE_1 = ("common mistake 1 (unquoted dotted table name): write the plugin name in double "
+             "quotes, [plugins.\"io.containerd.grpc.v1.cri\"...], so it stays one key")
+MISTAKE_2 = ("common mistake 2 (data.any written as a YAML mapping): ConfigMap data values are "
+             "strings; write `any: |-` and indent the config below it")
+MISTAKE_3 = ("common mistake 3 (new spec pushed before all Pods were Ready): delete the "
+             "DaemonSet, apply toolkit-ds.yaml again, wait until every Pod is Ready, then push "
+             "the update")
+
+DEFAULTS = {
+    "observed_runtimes": ["runc"],
+    "containerd_version": "1.7",
+    "physical_gpus": 4,
+    "vram_per_gpu_gib": 40,
+    "gpu_node": "lab-node-0",
+    "gpu_amount": "4",
+    "timeslicing_node": "lab-node-1",
+    "replicas": 5,
+    "nodes": None,  # None: every node labelled gpu-incident-lab/node=true
+    "node_label": "gpu-incident-lab/node=true",
+    "script_timeout": 15,
+}
+
+
+class Result:
+    def __init__(self):
+        self.reasons = []
+        self.advice = []
+
+    def fail(self, text):
+        self.reasons.append(text)
+
+    def note(self, text):
+        self.advice.append(text)
+
+    def as_dict(self):
+        return {"passed": not self.reasons, "reasons": self.reasons, "advice": self.advice}
+
+
+def _get(data, *keys):
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def read_kv(path, keys, result, name):
+    """KEY=VALUE lines in the given order; reasons for anything else."""
+    if not os.path.isfile(path):
+        result.fail("%s is missing (expected at %s)" % (name, path))
+        return None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        lines = [line.rstrip("\r\n") for line in handle]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    values = {}
+    found = []
+    for number, line in enumerate(lines, start=1):
+        if "=" not in line:
+            result.fail("%s line %d is not KEY=VALUE: %r" % (name, number, line))
+            return None
+        key, value = line.split("=", 1)
+        found.append(key.strip())
+        values[key.strip()] = value.strip()
+    if found != keys:
+        if sorted(found) == sorted(keys):
+            result.fail("%s has the right keys in the wrong order: %s; the order is %s"
+                        % (name, ", ".join(found), ", ".join(keys)))
+        else:
+            missing = [k for k in keys if k not in found]
+            extra = [k for k in found if k not in keys]
+            result.fail("%s must have exactly %d lines %s%s%s" % (
+                name, len(keys), ", ".join(keys),
+                "; missing: " + ", ".join(missing) if missing else "",
+                "; unexpected: " + ", ".join(extra) if extra else ""))
+        return None
+    return values
+
+
+def _names(text):
+    return sorted(n.strip() for n in text.split(",") if n.strip())
+
+
+def load_yaml_file(path, result, name):
+    if not os.path.isfile(path):
+        result.fail("%s is missing (expected at %s)" % (name, path))
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            docs = [d for d in yaml.safe_load_all(handle) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        result.fail("%s is not valid YAML%s: %s" % (
+            name, " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark else "",
+            getattr(exc, "problem", None) or exc))
+        return None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        result.fail("%s should hold exactly one object, found %d" % (name, len(docs)))
+        return None
+    return docs[0]
+
+
+class Grader:
+    def __init__(self, lab_root, kubeconfig=None, context=None, **settings):
+        self.root = lab_root
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self.settings = dict(DEFAULTS)
+        self.settings.update({k: v for k, v in settings.items() if v is not None})
+        self._api = None
+        self._api_error = None
+
+    def path(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    # ------------------------------------------------------------ cluster
+    def api(self):
+        if self._api is None and self._api_error is None:
+            if not self.kubeconfig:
+                self._api_error = "no kubeconfig given"
+            else:
+                try:
+                    from kubernetes import client
+                    api = api_client(self.kubeconfig, self.context)
+                    core = client.CoreV1Api(api)
+                    core.list_namespace(limit=1, _request_timeout=5)
+                    self._api = {"core": core, "apps": client.AppsV1Api(api),
+                                 "node": client.NodeV1Api(api)}
+                except Exception as exc:  # unreachable, bad kubeconfig, no client
+                    self._api_error = str(exc).splitlines()[0][:300]
+        return self._api
+
+    def _need_cluster(self, result):
+        if self.api() is None:
+            result.fail("the cluster is not reachable (%s): start it with `ansible-playbook "
+                        "lab.yml --tags environment`" % self._api_error)
+            return False
+        return True
+
+    def _read(self, call, *args, **kwargs):
+        from kubernetes.client.rest import ApiException
+        try:
+            return call(*args, **kwargs)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def lab_node_names(self):
+        if self.settings["nodes"]:
+            return list(self.settings["nodes"])
+        nodes = self.api()["core"].list_node(label_selector=self.settings["node_label"]).items
+        return sorted(n.metadata.name for n in nodes)
+
+    # ------------------------------------------------------------ steps
+    def _toml(self, path, result, name):
+        if not os.path.isfile(path):
+            result.fail("%s is missing (expected at %s)" % (name, path))
+            return None
+        try:
+            text, data = cc.load_toml(path)
+            cc._check_unquoted_plugins(path, text, data)
+        except cc.ConfigError as exc:
+            if exc.mistake == "unquoted-dotted-table":
+                result.fail("%s line %s: %s - %s" % (name, exc.line, (exc.message.split(":")[0]),
+                                                      MISTAKE_1))
+            else:
+                result.fail("%s: %s" % (name, exc))
+            return None
+        return data
+
+    def step1(self):
+        r = Result()
+        data = self._toml(self.path("etc/containerd/config.toml"), r, "config.toml")
+        if data is None:
+            return r
+        if data.get("version") != 2:
+            r.fail("config.toml: top-level `version` must be 2 (found %r)" % data.get("version"))
+        imports = data.get("imports")
+        nested = list(cc._nested_imports(data))
+        if imports is None and nested:
+            r.fail("config.toml: `imports` is inside table [%s], so it is not top-level; move it "
+                   "above the first table header" % cc.format_table_path(nested[0][0]))
+        elif not isinstance(imports, list):
+            r.fail("config.toml: top-level `imports` must be an array")
+        elif not any(isinstance(i, str) and i.endswith("conf.d/*.toml") for i in imports):
+            r.fail("config.toml: one `imports` entry must end in conf.d/*.toml (found %s)" % imports)
+        containerd = _get(data, *CRI)
+        if not isinstance(containerd, dict):
+            r.fail('config.toml: no table [plugins."io.containerd.grpc.v1.cri".containerd]')
+            return r
+        if containerd.get("default_runtime_name") != "runc":
+            r.fail('config.toml: default_runtime_name must be "runc" (found %r)'
+                   % containerd.get("default_runtime_name"))
+        runc = _get(containerd, "runtimes", "runc")
+        if not isinstance(runc, dict):
+            r.fail('config.toml: no table [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]')
+            return r
+        if runc.get("runtime_type") != "io.containerd.runc.v2":
+            r.fail('config.toml: runtimes.runc.runtime_type must be "io.containerd.runc.v2" (found %r)'
+                   % runc.get("runtime_type"))
+        cgroup = _get(runc, "options", "SystemdCgroup")
+        if cgroup is not True:
+            r.fail("config.toml: runtimes.runc.options.SystemdCgroup must be the boolean true "
+                   "(found %r)" % cgroup)
+        extra = sorted(set(containerd.get("runtimes", {})) - {"runc"})
+        if extra:
+            r.note("config.toml also defines runtime(s) %s; the incident's main file had runc only"
+                   % ", ".join(extra))
+        return r
+
+    def step2(self):
+        r = Result()
+        data = self._toml(self.path("etc/containerd/conf.d/99-nvidia.toml"), r, "99-nvidia.toml")
+        if data is None:
+            return r
+        nvidia = _get(data, *(CRI + ("runtimes", "nvidia")))
+        if not isinstance(nvidia, dict):
+            r.fail('99-nvidia.toml: no table [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]')
+            return r
+        if nvidia.get("runtime_type") != "io.containerd.runc.v2":
+            r.fail('99-nvidia.toml: runtime_type must be "io.containerd.runc.v2" (found %r)'
+                   % nvidia.get("runtime_type"))
+        options = nvidia.get("options") if isinstance(nvidia.get("options"), dict) else {}
+        if options.get("BinaryName") != "/usr/bin/nvidia-container-runtime":
+            r.fail('99-nvidia.toml: options.BinaryName must be "/usr/bin/nvidia-container-runtime" '
+                   "(found %r) - the wrapper that injects devices and libraries"
+                   % options.get("BinaryName"))
+        if options.get("SystemdCgroup") is not True:
+            r.fail("99-nvidia.toml: options.SystemdCgroup must be the boolean true (found %r); "
+                   "the cgroup driver must agree with the main config" % options.get("SystemdCgroup"))
+        main = self.path("etc/containerd/config.toml")
+        if os.path.isfile(main):
+            try:
+                judged = cc.judge(main, self.settings["containerd_version"])
+                if not any(os.path.basename(f) == "99-nvidia.toml" for f in judged["dropin_files"]):
+                    r.note("the main config's imports do not pick up 99-nvidia.toml")
+            except cc.ConfigError:
+                pass
+        return r
+
+    def step3(self):
+        r = Result()
+        values = read_kv(self.path("out/merge.txt"), MERGE_KEYS, r, "merge.txt")
+        if values is None:
+            return r
+        main = self.path("etc/containerd/config.toml")
+        try:
+            judged = cc.judge(main, self.settings["containerd_version"])
+        except cc.ConfigError as exc:
+            r.fail("merge.txt cannot be checked because the configs do not load: %s" % exc)
+            return r
+        if _names(values["MAIN_RUNTIMES"]) != judged["main_runtimes"]:
+            r.fail("MAIN_RUNTIMES=%s, but config.toml defines %s"
+                   % (values["MAIN_RUNTIMES"], ",".join(judged["main_runtimes"]) or "nothing"))
+        if _names(values["DROPIN_RUNTIMES"]) != judged["dropin_runtimes"]:
+            r.fail("DROPIN_RUNTIMES=%s, but the imported drop-ins define %s"
+                   % (values["DROPIN_RUNTIMES"], ",".join(judged["dropin_runtimes"]) or "nothing"))
+        want = "yes" if judged["conflict"] else "no"
+        if values["CONFLICT"].lower() != want:
+            r.fail("CONFLICT=%s, but the two files %s a table" % (
+                values["CONFLICT"], "do share" if judged["conflict"] else "do not share"))
+        given = values["CONFLICT_TABLE"].replace("'", '"').replace(" ", "")
+        tables = [t.replace(" ", "") for t in judged["conflict_tables"]]
+        if judged["conflict"] and given not in tables and given != ",".join(tables):
+            hint = ""
+            if given.replace('"', "") == tables[0].replace('"', "") if tables else False:
+                hint = " (quote the dotted plugin name, as in the table header)"
+            r.fail("CONFLICT_TABLE=%s, but the table both files define is %s%s"
+                   % (values["CONFLICT_TABLE"], ", ".join(judged["conflict_tables"]), hint))
+        observed = sorted(self.settings["observed_runtimes"])
+        if _names(values["LOADED_RUNTIMES"]) != observed:
+            r.fail("LOADED_RUNTIMES=%s, but it is the incident-day observation (containerd config "
+                   "dump on that node showed %s), not something computed from the files"
+                   % (values["LOADED_RUNTIMES"], ",".join(observed)))
+        return r
+
+    # ---- step 4: static checks, then two real runs with a fake containerd
+    FAKE_DUMP = ('version = 2\n[plugins]\n  [plugins."io.containerd.grpc.v1.cri"]\n'
+                 '    [plugins."io.containerd.grpc.v1.cri".containerd]\n'
+                 '      default_runtime_name = "runc"\n'
+                 '      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\n%s')
+    FAKE_RUNTIME = ('        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%s]\n'
+                    '          runtime_type = "io.containerd.runc.v2"\n'
+                    '          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%s.options]\n'
+                    '            SystemdCgroup = true\n')
+
+    def _run_with_fake(self, script, names, workdir):
+        fake_dir = tempfile.mkdtemp(dir=workdir)
+        dump = os.path.join(fake_dir, "dump.txt")
+        with open(dump, "w", encoding="utf-8") as handle:
+            handle.write(self.FAKE_DUMP % "".join(self.FAKE_RUNTIME % (n, n) for n in names))
+        fake = os.path.join(fake_dir, "containerd")
+        with open(fake, "w", encoding="utf-8") as handle:
+            handle.write("#!/bin/sh\nif [ \"$1\" = config ] && [ \"$2\" = dump ]; then cat '%s'; "
+                         "exit 0; fi\necho \"fake containerd: unexpected arguments: $*\" >&2\n"
+                         "exit 64\n" % dump)
+        os.chmod(fake, 0o755)
+        env = {"PATH": fake_dir + ":/usr/local/bin:/usr/bin:/bin", "HOME": workdir,
+               "LANG": "C.UTF-8"}
+        try:
+            done = subprocess.run([script], env=env, cwd=workdir, capture_output=True, text=True,
+                                  timeout=self.settings["script_timeout"])
+            return done.returncode, (done.stderr or done.stdout).strip()[-300:]
+        except subprocess.TimeoutExpired:
+            return None, "timed out after %ss" % self.settings["script_timeout"]
+        except OSError as exc:
+            return None, "cannot run: %s" % exc.strerror
+
+    def step4(self):
+        r = Result()
+        script = self.path("bin/check-runtime.sh")
+        if not os.path.isfile(script):
+            r.fail("check-runtime.sh is missing (expected at %s)" % script)
+            return r
+        with open(script, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+        if not os.access(script, os.X_OK):
+            r.fail("check-runtime.sh is not executable: chmod +x %s" % script)
+        if "/etc/containerd/config.toml" in text:
+            r.fail("check-runtime.sh names /etc/containerd/config.toml: judge by what containerd "
+                   "loads (containerd config dump), never by the file")
+        code = "\n".join(line.split("#", 1)[0] if not line.startswith("#!") else ""
+                         for line in text.splitlines())
+        absolute = re.search(r"(?<![\w.-])(/[\w.+-]+)*/containerd(?=[\s;|&)'\"]|$)", code)
+        if absolute and not re.search(r"/etc/containerd\b", absolute.group(0)):
+            r.fail("check-runtime.sh calls containerd by an absolute path (%s): call `containerd "
+                   "config dump` found through PATH" % absolute.group(0))
+        if not re.search(r"\bcontainerd\s+config\s+dump\b", code):
+            r.fail("check-runtime.sh does not run `containerd config dump`")
+        if not os.access(script, os.X_OK):
+            return r
+        workdir = tempfile.mkdtemp(prefix="grade-step4-")
+        try:
+            without, why = self._run_with_fake(script, ["runc"], workdir)
+            if without == 0:
+                r.fail("check-runtime.sh exits 0 on a dump without nvidia (only runc loaded): it "
+                       "must fail there - a check that always passes checks nothing")
+            elif without is None:
+                r.fail("check-runtime.sh on a dump without nvidia: %s" % why)
+            with_nvidia, why = self._run_with_fake(script, ["runc", "nvidia"], workdir)
+            if with_nvidia != 0:
+                r.fail("check-runtime.sh fails (exit %s) on a dump that has "
+                       "containerd.runtimes.nvidia: %s" % (with_nvidia, why or "no message"))
+            lookalike, _ = self._run_with_fake(script, ["runc", "nvidia-cdi", "nvidia-legacy"], workdir)
+            if lookalike == 0:
+                r.note("check-runtime.sh also passes when only nvidia-cdi / nvidia-legacy are "
+                       "loaded: match the table header [..runtimes.nvidia] followed by ] or .")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return r
+
+    def step5(self):
+        r = Result()
+        rc = load_yaml_file(self.path("k8s/runtimeclass.yaml"), r, "runtimeclass.yaml")
+        if rc is not None:
+            if rc.get("kind") != "RuntimeClass":
+                r.fail("runtimeclass.yaml: kind must be RuntimeClass (found %r)" % rc.get("kind"))
+            if _get(rc, "metadata", "name") != "nvidia":
+                r.fail("runtimeclass.yaml: metadata.name must be nvidia (found %r)"
+                       % _get(rc, "metadata", "name"))
+            if rc.get("handler") != "nvidia":
+                r.fail("runtimeclass.yaml: handler must be nvidia (found %r); name and handler "
+                       "are different fields, the handler names the containerd runtime"
+                       % rc.get("handler"))
+            if _get(rc, "metadata", "namespace"):
+                r.fail("runtimeclass.yaml: RuntimeClass is cluster-scoped; remove metadata.namespace")
+        pod = load_yaml_file(self.path("k8s/gpu-pod.yaml"), r, "gpu-pod.yaml")
+        if pod is not None:
+            self._check_pod_manifest(pod, r)
+        if not self._need_cluster(r):
+            return r
+        api = self.api()
+        if self._read(api["core"].read_namespace, "gpu-lab") is None:
+            r.fail("namespace gpu-lab does not exist in the cluster")
+        live_rc = self._read(api["node"].read_runtime_class, "nvidia")
+        if live_rc is None:
+            r.fail("RuntimeClass nvidia is not in the cluster: apply runtimeclass.yaml")
+        elif live_rc.handler != "nvidia":
+            r.fail("the cluster's RuntimeClass nvidia has handler %r" % live_rc.handler)
+        live_pod = self._read(api["core"].read_namespaced_pod, "cuda-probe", "gpu-lab")
+        if live_pod is None:
+            r.fail("Pod gpu-lab/cuda-probe is not in the cluster: apply gpu-pod.yaml")
+        elif live_pod.spec.runtime_class_name != "nvidia":
+            r.fail("the cluster's Pod cuda-probe has runtimeClassName %r"
+                   % live_pod.spec.runtime_class_name)
+        path = self.path("out/unscheduled.txt")
+        if not os.path.isfile(path):
+            r.fail("unscheduled.txt is missing (expected at %s)" % path)
+            return r
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = [line.strip() for line in handle.read().strip().splitlines()]
+        if len(lines) != 2:
+            r.fail("unscheduled.txt must have two lines, the PodScheduled reason and message "
+                   "(found %d)" % len(lines))
+            return r
+        reason, message = lines
+        if reason != "Unschedulable":
+            r.fail("unscheduled.txt line 1 must be the condition's reason, Unschedulable (found %r)"
+                   % reason)
+        if not re.search(r"\d+/\d+ nodes are available", message):
+            r.fail("unscheduled.txt line 2 is not the scheduler's message (`0/N nodes are "
+                   "available: ...`): %r" % message[:120])
+        elif "Insufficient nvidia.com/gpu" not in message:
+            r.fail("unscheduled.txt: the message does not name the missing resource "
+                   "(Insufficient nvidia.com/gpu): %r" % message[:160])
+        return r
+
+    def _check_pod_manifest(self, pod, r):
+        if pod.get("kind") != "Pod":
+            r.fail("gpu-pod.yaml: kind must be Pod (found %r)" % pod.get("kind"))
+        if _get(pod, "metadata", "name") != "cuda-probe":
+            r.fail("gpu-pod.yaml: metadata.name must be cuda-probe (found %r)"
+                   % _get(pod, "metadata", "name"))
+        if _get(pod, "metadata", "namespace") != "gpu-lab":
+            r.fail("gpu-pod.yaml: metadata.namespace must be gpu-lab (found %r)"
+                   % _get(pod, "metadata", "namespace"))
+        if _get(pod, "spec", "runtimeClassName") != "nvidia":
+            r.fail("gpu-pod.yaml: spec.runtimeClassName must be nvidia (found %r)"
+                   % _get(pod, "spec", "runtimeClassName"))
+        containers = _get(pod, "spec", "containers") or []
+        limits = [str(_get(c, "resources", "limits", "nvidia.com/gpu")) for c in containers
+                  if isinstance(c, dict)]
+        if "1" not in limits:
+            r.fail("gpu-pod.yaml: a container needs resources.limits nvidia.com/gpu: 1 (found %s)"
+                   % (", ".join(limits) or "no containers"))
+
+    def step6(self):
+        r = Result()
+        if not self._need_cluster(r):
+            return r
+        api = self.api()
+        node_name, amount = self.settings["gpu_node"], str(self.settings["gpu_amount"])
+        node = self._read(api["core"].read_node, node_name)
+        if node is None:
+            r.fail("node %s does not exist" % node_name)
+            return r
+        for field in ("capacity", "allocatable"):
+            have = (getattr(node.status, field) or {}).get("nvidia.com/gpu")
+            if have != amount:
+                r.fail("node %s status.%s nvidia.com/gpu is %s, expected \"%s\"; patch it with "
+                       "--subresource=status (a plain patch leaves status alone)"
+                       % (node_name, field, have or "unset", amount))
+        pod = self._read(api["core"].read_namespaced_pod, "cuda-probe", "gpu-lab")
+        if pod is None:
+            r.fail("Pod gpu-lab/cuda-probe does not exist")
+        elif pod.status.phase != "Running":
+            r.fail("Pod cuda-probe is %s, not Running" % pod.status.phase)
+        path = self.path("out/node-gpu.txt")
+        if not os.path.isfile(path):
+            r.fail("node-gpu.txt is missing (expected at %s)" % path)
+            return r
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            rows = [line.split() for line in handle.read().strip().splitlines() if line.strip()]
+        if not rows or any(len(row) != 2 for row in rows):
+            r.fail("node-gpu.txt must be a two-column table (node name, advertised amount), "
+                   "one node a line")
+            return r
+        if not re.match(r"^[A-Z]", rows[0][0]):
+            r.note("node-gpu.txt has no header line (e.g. NAME GPU)")
+        else:
+            rows = rows[1:]
+        table = dict(rows)
+        nodes = self.lab_node_names()
+        missing = [n for n in nodes if n not in table]
+        if missing:
+            r.fail("node-gpu.txt lacks node(s) %s" % ", ".join(missing))
+        if table.get(node_name) != amount:
+            r.fail("node-gpu.txt says %s advertises %s; the cluster says %s"
+                   % (node_name, table.get(node_name), amount))
+        for name, value in table.items():
+            if value != "<none>" and not value.isdigit():
+                r.fail("node-gpu.txt: amount of %s is %r; write a number or <none>" % (name, value))
+        return r
+
+    def _timeslicing_config(self, r):
+        path = self.path("k8s/time-slicing.yaml")
+        cm = load_yaml_file(path, r, "time-slicing.yaml")
+        if cm is None:
+            return None, None
+        if cm.get("kind") != "ConfigMap":
+            r.fail("time-slicing.yaml: kind must be ConfigMap (found %r)" % cm.get("kind"))
+        if _get(cm, "metadata", "name") != "time-slicing-config":
+            r.fail("time-slicing.yaml: metadata.name must be time-slicing-config (found %r)"
+                   % _get(cm, "metadata", "name"))
+        if _get(cm, "metadata", "namespace") != "gpu-operator":
+            r.fail("time-slicing.yaml: metadata.namespace must be gpu-operator (found %r)"
+                   % _get(cm, "metadata", "namespace"))
+        value = _get(cm, "data", "any")
+        if isinstance(value, (dict, list)):
+            r.fail("time-slicing.yaml: data.any is a YAML mapping - " + MISTAKE_2)
+            return cm, None
+        if not isinstance(value, str):
+            r.fail("time-slicing.yaml: data.any must be a string holding the sharing config")
+            return cm, None
+        try:
+            config = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            r.fail("time-slicing.yaml: data.any is not valid YAML inside: %s" % exc)
+            return cm, None
+        sharing = _get(config, "sharing", "timeSlicing")
+        if not isinstance(sharing, dict):
+            r.fail("time-slicing.yaml: data.any has no sharing.timeSlicing section")
+            return cm, None
+        if sharing.get("failRequestsGreaterThanOne") is not True:
+            r.fail("time-slicing.yaml: sharing.timeSlicing.failRequestsGreaterThanOne must be true")
+        resources = sharing.get("resources")
+        first = resources[0] if isinstance(resources, list) and resources else {}
+        if not isinstance(first, dict) or first.get("name") != "nvidia.com/gpu":
+            r.fail("time-slicing.yaml: the first item of sharing.timeSlicing.resources must have "
+                   "name: nvidia.com/gpu")
+        elif first.get("replicas") != self.settings["replicas"]:
+            r.fail("time-slicing.yaml: replicas must be %s (found %r)"
+                   % (self.settings["replicas"], first.get("replicas")))
+        return cm, value
+
+    def step7(self):
+        r = Result()
+        cm, config = self._timeslicing_config(r)
+        if not self._need_cluster(r):
+            return r
+        api = self.api()
+        live = self._read(api["core"].read_namespaced_config_map, "time-slicing-config", "gpu-operator")
+        if live is None:
+            r.fail("ConfigMap gpu-operator/time-slicing-config is not in the cluster: apply "
+                   "time-slicing.yaml")
+        elif config is not None and yaml.safe_load((live.data or {}).get("any", "") or "") != yaml.safe_load(config):
+            r.fail("the cluster's time-slicing-config differs from time-slicing.yaml: apply it again")
+        node_name = self.settings["timeslicing_node"]
+        node = self._read(api["core"].read_node, node_name)
+        advertised = (node.status.allocatable or {}).get("nvidia.com/gpu") if node else None
+        values = read_kv(self.path("out/slots.txt"), ts.SLOT_KEYS, r, "slots.txt")
+        if config is None:
+            return r
+        try:
+            table = ts.slot_table(config, int(self.settings["physical_gpus"]),
+                                  self.settings["vram_per_gpu_gib"])
+        except ts.SlotsError as exc:
+            r.fail("time-slicing.yaml: %s" % exc.message)
+            return r
+        if str(advertised) != str(table["advertised"]):
+            r.fail("node %s advertises nvidia.com/gpu=%s; with %s GPUs x %s replicas it must be "
+                   "\"%s\" (capacity and allocatable, through the status subresource)"
+                   % (node_name, advertised or "unset", table["physical_gpus"], table["replicas"],
+                      table["advertised"]))
+        if values is None:
+            return r
+        for key in ts.SLOT_KEYS:
+            want = str(table[key.lower()])
+            if values[key] != want:
+                hint = ""
+                if key == "VRAM_GUARANTEED_PER_SLOT_GIB":
+                    hint = (" - time-slicing rotates turns on the whole card; no memory is "
+                            "reserved per slot")
+                elif key == "VRAM_SHARED_PER_GPU_GIB":
+                    hint = " - all slots of a GPU share its whole memory"
+                r.fail("slots.txt %s=%s, expected %s%s" % (key, values[key], want, hint))
+        if values.get("ADVERTISED") and advertised and values["ADVERTISED"] != str(advertised):
+            r.fail("slots.txt ADVERTISED=%s but %s advertises %s"
+                   % (values["ADVERTISED"], node_name, advertised))
+        return r
+
+    def step8(self):
+        r = Result()
+        ds_file = load_yaml_file(self.path("k8s/toolkit-ds.yaml"), r, "toolkit-ds.yaml")
+        if ds_file is not None:
+            if ds_file.get("kind") != "DaemonSet":
+                r.fail("toolkit-ds.yaml: kind must be DaemonSet")
+            if _get(ds_file, "metadata", "name") != "nvidia-container-toolkit" or \
+                    _get(ds_file, "metadata", "namespace") != "gpu-operator":
+                r.fail("toolkit-ds.yaml: must be gpu-operator/nvidia-container-toolkit")
+            if str(_get(ds_file, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")) != "1":
+                r.fail("toolkit-ds.yaml: spec.updateStrategy.rollingUpdate.maxUnavailable must be 1")
+            containers = _get(ds_file, "spec", "template", "spec", "containers") or [{}]
+            if containers[0].get("image") != "nvcr.io/nvidia/k8s/container-toolkit:v1.16.2":
+                r.fail("toolkit-ds.yaml: the image must be nvcr.io/nvidia/k8s/container-toolkit:"
+                       "v1.16.2 (the initial spec; the update is pushed later)")
+            if str(_get(containers[0], "resources", "requests", "memory")) != "128Mi":
+                r.fail("toolkit-ds.yaml: the memory request must be 128Mi")
+        if not self._need_cluster(r):
+            return r
+        api = self.api()
+        try:
+            snap = ro.snapshot(api["apps"], api["core"], "gpu-operator", "nvidia-container-toolkit")
+        except Exception as exc:
+            if getattr(exc, "status", None) == 404:
+                r.fail("DaemonSet gpu-operator/nvidia-container-toolkit is not in the cluster")
+                return r
+            raise
+        verdict = ro.judge(snap)
+        images = snap["template_images"]
+        if images != ["nvcr.io/nvidia/k8s/container-toolkit:v1.17.0"]:
+            r.fail("the DaemonSet's image is %s; update it to "
+                   "nvcr.io/nvidia/k8s/container-toolkit:v1.17.0" % ", ".join(images))
+        ds = api["apps"].read_namespaced_daemon_set("nvidia-container-toolkit", "gpu-operator")
+        memory = [str(_get(c.to_dict(), "resources", "requests", "memory"))
+                  for c in ds.spec.template.spec.containers]
+        if "64Gi" not in memory:
+            r.fail("the DaemonSet's memory request is %s; update it to 64Gi" % ", ".join(memory))
+        if not verdict["stalled"]:
+            r.fail("the rollout has not stalled: no Pod of the new spec is unschedulable "
+                   "(desired %s, updated %s, ready %s)"
+                   % (verdict["desired"], verdict["updated"], verdict["ready"]))
+        self._check_ready_before_update(api, ds, snap, verdict, r)
+        values = read_kv(self.path("out/rollout.txt"), ro.REPORT_KEYS, r, "rollout.txt")
+        if values is None:
+            return r
+        for key in ro.REPORT_KEYS:
+            want = str(verdict[key.lower()])
+            if values[key] != want:
+                r.fail("rollout.txt %s=%s, but the cluster shows %s (%s)" % (
+                    key, values[key], want, {
+                        "DESIRED": "status.desiredNumberScheduled",
+                        "UPDATED": "status.updatedNumberScheduled",
+                        "READY": "status.numberReady",
+                        "OLD_IMAGE_PODS": "Pods still on the old image",
+                        "MAX_UNAVAILABLE": "spec.updateStrategy.rollingUpdate.maxUnavailable",
+                        "BLOCKER": "from the scheduler's message: %s" % verdict["blocker_message"],
+                    }[key]))
+        return r
+
+    def _check_ready_before_update(self, api, ds, snap, verdict, r):
+        """Mistake 3: were the old Pods Ready before the new spec was pushed?"""
+        try:
+            max_unavailable = int(str(snap["max_unavailable"]))
+        except (TypeError, ValueError):
+            return
+        new_hashes = {p["revision"] for p in snap["pods"] if p["images"] == snap["template_images"]}
+        revisions = api["apps"].list_namespaced_controller_revision(
+            ds.metadata.namespace,
+            label_selector=",".join("%s=%s" % kv for kv in sorted(ds.spec.selector.match_labels.items()))).items
+        pushed = [rev.metadata.creation_timestamp for rev in revisions
+                  if (rev.metadata.labels or {}).get("controller-revision-hash") in new_hashes]
+        old = [p for p in snap["pods"] if p["images"] != snap["template_images"]]
+        expected_old = max(verdict["desired"] - max_unavailable, 0)
+        late = []
+        if pushed:
+            when = min(pushed).isoformat()
+            late = [p["name"] for p in old if not p["ready_since"] or p["ready_since"] > when]
+        if len(old) < expected_old or late:
+            r.fail("%s: %d old Pod(s) remain where %d were expected%s" % (
+                MISTAKE_3, len(old), expected_old,
+                "; not Ready before the update: " + ", ".join(late) if late else ""))
+
+    STEPS = {1: "step1", 2: "step2", 3: "step3", 4: "step4",
+             5: "step5", 6: "step6", 7: "step7", 8: "step8"}
+
+    def grade(self, steps):
+        out = {}
+        for step in steps:
+            try:
+                result = getattr(self, self.STEPS[int(step)])()
+            except Exception as exc:  # a check must report, not crash the grader
+                result = Result()
+                result.fail("the check itself failed: %s: %s" % (type(exc).__name__, exc))
+            out[str(step)] = result.as_dict()
+        return out
