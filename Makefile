@@ -1,0 +1,61 @@
+# gpu-incident-lab - the two commands:
+#   make lab    set up everything and run the lab (ansible-playbook lab.yml)
+#   make test   the whole test suite: lint, pytest (with real containerd 1.6.20), molecule
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+ORACLE := .cache/containerd/usr/bin/containerd
+export ANSIBLE_FORCE_COLOR ?= 0
+
+.PHONY: lab environment grade teardown test lint unit molecule bench venv oracle clean
+
+lab: venv
+	$(BIN)/ansible-playbook lab.yml
+
+environment: venv
+	$(BIN)/ansible-playbook lab.yml --tags environment
+
+grade: venv
+	$(BIN)/ansible-playbook playbooks/grade.yml
+
+teardown: venv
+	$(BIN)/ansible-playbook playbooks/teardown.yml
+
+test: lint unit molecule
+
+lint: venv
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint --profile production
+	@for f in toolchain/build.sh roles/*/files/*.sh bench/*.sh .ci/run; do bash -n "$$f" || exit 1; done
+
+unit: venv oracle
+	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) $(BIN)/pytest -q tests
+
+molecule: venv
+	source $(BIN)/activate && molecule test --all
+
+bench: venv
+	source $(BIN)/activate && bench/lab-timings.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/ansible-galaxy collection install -r requirements.yml
+	touch $@
+
+# Debian's containerd 1.6.20, unpacked (not installed, no daemon): the oracle for what
+# containerd loads. `containerd --config F config dump` needs no running daemon.
+oracle: $(ORACLE)
+
+$(ORACLE):
+	mkdir -p .cache/deb
+	cd .cache/deb && { apt-get download containerd || { apt-get update -qq && apt-get download containerd; }; }
+	dpkg-deb -x .cache/deb/containerd_*.deb .cache/containerd
+	$(ORACLE) --version
+
+clean:
+	rm -rf $(VENV) .cache

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Timings of the lab on this machine, printed as a Markdown table.
+#   bench/lab-timings.sh             warm figures (binaries already built)
+#   BENCH_COLD=1 bench/lab-timings.sh   also a cold toolchain build (empty Go caches; ~20 min)
+# Uses a cluster and lab folder of its own (gpu-incident-lab-bench), never the trainee's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export ANSIBLE_FORCE_COLOR=0
+bin=${LAB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-incident-lab/bin}
+name=gpu-incident-lab-bench
+root=/tmp/gpu-incident-lab-bench
+kubeconfig=$HOME/.kwok/clusters/$name/kubeconfig.yaml
+play=(ansible-playbook -e lab_cluster_name=$name -e lab_root=$root)
+rows=()
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+row() { rows+=("| $1 | $2 | $3 |"); printf '  %-55s %8s s  %s\n' "$1" "$2" "$3" >&2; }
+quiet() { "$@" > /tmp/bench-step.log 2>&1 || { tail -30 /tmp/bench-step.log >&2; exit 1; }; }
+peak_rss_mb() { # sum of VmHWM of the cluster's processes, MB
+  local total=0 pid kb
+  for f in "$HOME/.kwok/clusters/$name"/pids/*.pid; do
+    pid=$(cat "$f"); kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+    total=$((total + ${kb:-0}))
+  done
+  echo $((total / 1024))
+}
+changed() { grep -Eo 'changed=[0-9]+' /tmp/bench-step.log | tail -1; }
+teardown() { quiet "${play[@]}" playbooks/teardown.yml; rm -rf "$root"; }
+
+if [ "${BENCH_COLD:-0}" = 1 ]; then
+  cold=$(mktemp -d)
+  t0=$(now)
+  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
+    GOCACHE=$cold/gocache GOMODCACHE=$cold/gomod quiet toolchain/build.sh "$c" "$cold/bin"
+  done
+  row "cold toolchain build (7 binaries, empty Go caches)" "$(secs "$t0" "$(now)")" "target <= 1500 s"
+  rm -rf "$cold"
+fi
+
+teardown
+t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
+row "lab.yml --tags environment: no cluster -> 3 Ready nodes" "$(secs "$t0" "$t1")" "target <= 30 s"
+rss=$(peak_rss_mb)
+t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
+row "same, second run (no-op)" "$(secs "$t0" "$t1")" "$(changed); target <= 15 s"
+teardown
+
+# the same cluster and nodes with bare kwokctl + kubectl, for Ansible's overhead
+t0=$(now)
+KWOK_WORKDIR=$HOME/.kwok PATH=$bin:$PATH quiet "$bin/kwokctl" create cluster --name $name --runtime binary \
+  --kube-apiserver-binary "$bin/kube-apiserver" --kube-controller-manager-binary "$bin/kube-controller-manager" \
+  --kube-scheduler-binary "$bin/kube-scheduler" --etcd-binary "$bin/etcd" --kwok-controller-binary "$bin/kwok" \
+  --kubeconfig "" --wait 120s
+for i in 0 1 2; do cat <<YAML; done | quiet "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f -
+---
+apiVersion: v1
+kind: Node
+metadata: {name: lab-node-$i, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+YAML
+quiet "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout=120s
+t1=$(now)
+bare=$(secs "$t0" "$t1")
+row "bare kwokctl create + kubectl apply: 3 Ready nodes" "$bare" "reference"
+teardown
+
+t0=$(now); quiet "${play[@]}" lab.yml; t1=$(now)
+whole=$(secs "$t0" "$t1")
+row "lab.yml: no cluster -> all eight steps" "$whole" "target <= 90 s"
+t0=$(now); quiet "${play[@]}" lab.yml; t1=$(now)
+row "lab.yml second run (no-op)" "$(secs "$t0" "$t1")" "$(changed); target <= 20 s"
+rss_after=$(peak_rss_mb)
+teardown
+
+echo
+echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%Y-%m-%d)"
+echo
+echo "| what | seconds | note |"
+echo "|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo "| peak resident memory of the control plane (sum of VmHWM) | ${rss} MB after nodes, ${rss_after} MB after eight steps | target < 600 MB |"
