@@ -546,6 +546,25 @@ class Grader:
     def step7(self):
         r = Result()
         cm, config = self._timeslicing_config(r)
+        values = read_kv(self.path("out/slots.txt"), ts.SLOT_KEYS, r, "slots.txt")
+        table = None
+        if config is not None:
+            try:
+                table = ts.slot_table(config, int(self.settings["physical_gpus"]),
+                                      self.settings["vram_per_gpu_gib"])
+            except ts.SlotsError as exc:
+                r.fail("time-slicing.yaml: %s" % exc.message)
+        if table is not None and values is not None:
+            for key in ts.SLOT_KEYS:
+                want = str(table[key.lower()])
+                if values[key] != want:
+                    hint = ""
+                    if key == "VRAM_GUARANTEED_PER_SLOT_GIB":
+                        hint = (" - time-slicing rotates turns on the whole card; no memory is "
+                                "reserved per slot")
+                    elif key == "VRAM_SHARED_PER_GPU_GIB":
+                        hint = " - all slots of a GPU share its whole memory"
+                    r.fail("slots.txt %s=%s, expected %s%s" % (key, values[key], want, hint))
         if not self._need_cluster(r):
             return r
         api = self.api()
@@ -553,38 +572,18 @@ class Grader:
         if live is None:
             r.fail("ConfigMap gpu-operator/time-slicing-config is not in the cluster: apply "
                    "time-slicing.yaml")
-        elif config is not None and yaml.safe_load((live.data or {}).get("any", "") or "") != yaml.safe_load(config):
+        elif config is not None and \
+                yaml.safe_load((live.data or {}).get("any", "") or "") != yaml.safe_load(config):
             r.fail("the cluster's time-slicing-config differs from time-slicing.yaml: apply it again")
         node_name = self.settings["timeslicing_node"]
         node = self._read(api["core"].read_node, node_name)
         advertised = (node.status.allocatable or {}).get("nvidia.com/gpu") if node else None
-        values = read_kv(self.path("out/slots.txt"), ts.SLOT_KEYS, r, "slots.txt")
-        if config is None:
-            return r
-        try:
-            table = ts.slot_table(config, int(self.settings["physical_gpus"]),
-                                  self.settings["vram_per_gpu_gib"])
-        except ts.SlotsError as exc:
-            r.fail("time-slicing.yaml: %s" % exc.message)
-            return r
-        if str(advertised) != str(table["advertised"]):
+        if table is not None and str(advertised) != str(table["advertised"]):
             r.fail("node %s advertises nvidia.com/gpu=%s; with %s GPUs x %s replicas it must be "
                    "\"%s\" (capacity and allocatable, through the status subresource)"
                    % (node_name, advertised or "unset", table["physical_gpus"], table["replicas"],
                       table["advertised"]))
-        if values is None:
-            return r
-        for key in ts.SLOT_KEYS:
-            want = str(table[key.lower()])
-            if values[key] != want:
-                hint = ""
-                if key == "VRAM_GUARANTEED_PER_SLOT_GIB":
-                    hint = (" - time-slicing rotates turns on the whole card; no memory is "
-                            "reserved per slot")
-                elif key == "VRAM_SHARED_PER_GPU_GIB":
-                    hint = " - all slots of a GPU share its whole memory"
-                r.fail("slots.txt %s=%s, expected %s%s" % (key, values[key], want, hint))
-        if values.get("ADVERTISED") and advertised and values["ADVERTISED"] != str(advertised):
+        if values is not None and advertised and values["ADVERTISED"] != str(advertised):
             r.fail("slots.txt ADVERTISED=%s but %s advertises %s"
                    % (values["ADVERTISED"], node_name, advertised))
         return r

@@ -1,0 +1,2 @@
+#!/bin/sh
+/usr/bin/containerd config dump | grep -q "containerd.runtimes.nvidia"

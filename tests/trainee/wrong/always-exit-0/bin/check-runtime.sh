@@ -1,0 +1,3 @@
+#!/bin/sh
+containerd config dump | grep "containerd.runtimes.nvidia"
+exit 0

@@ -1,0 +1,2 @@
+#!/bin/sh
+grep -q "runtimes.nvidia" /etc/containerd/config.toml

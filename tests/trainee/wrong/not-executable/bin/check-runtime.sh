@@ -1,0 +1,2 @@
+#!/bin/sh
+containerd config dump | grep -q "containerd.runtimes.nvidia"
