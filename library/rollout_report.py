@@ -92,7 +92,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 outcome:
-  description: C(complete), C(stalled) or C(timeout).
+  description:
+    - C(complete), C(stalled) or C(timeout); with O(wait_timeout=0) C(complete), C(stalled) or
+      C(in-progress) as the single read shows it.
   returned: success
   type: str
 desired:

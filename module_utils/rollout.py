@@ -146,6 +146,11 @@ def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pa
     for `settle` consecutive reads. Returns (snapshot, verdict, waited_seconds, reason)."""
     start = clock()
     previous, same = None, 0
+    if timeout <= 0:  # one read: say what it shows
+        snap = read()
+        verdict = judge(snap)
+        state = "complete" if verdict["complete"] else "stalled" if verdict["stalled"] else "in-progress"
+        return snap, verdict, 0.0, state
     while True:
         snap = read()
         verdict = judge(snap)

@@ -1,0 +1,85 @@
+"""Rollout judgment: the blocker from real scheduler messages, and the wait."""
+import pytest
+
+import rollout as ro
+
+# messages as kube-scheduler v1.36.3 wrote them on this project's kwok cluster
+MEMORY_136 = ("0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't satisfy plugin(s) "
+              "[NodeAffinity]. no new claims to deallocate, preemption: 0/3 nodes are available: "
+              "1 No preemption victims found for incoming pod, 2 Preemption is not helpful for "
+              "scheduling.")
+GPU_136 = ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+           "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+
+
+@pytest.mark.parametrize("message,blocker", [
+    (MEMORY_136, "insufficient-memory"),
+    (GPU_136, "insufficient-nvidia.com/gpu"),
+    ("0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's node "
+     "affinity/selector. preemption: 0/3 nodes are available.", "insufficient-memory"),
+    ("0/5 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 3 node(s) didn't "
+     "satisfy plugin(s) [NodeAffinity].", "insufficient-cpu,insufficient-memory"),
+    ("0/1 nodes are available: 1 node(s) had untolerated taint {gpu: true}. preemption: x",
+     "untolerated-taint"),
+    ("0/1 nodes are available: 1 Too many pods. preemption: x", "too-many-pods"),
+    ("", None),
+])
+def test_blocker_from_the_schedulers_message(message, blocker):
+    assert ro.blocker_from_message(message) == blocker
+
+
+def snap(updated, ready, pods, generation=2, observed=2):
+    return {"generation": generation, "observed_generation": observed, "desired": 3,
+            "current": 3, "updated": updated, "ready": ready, "available": ready,
+            "unavailable": 3 - ready, "max_unavailable": 1,
+            "template_images": ["new"], "pods": pods}
+
+
+def pod(name, image, ready=True, unschedulable=False, message=None):
+    return {"name": name, "images": [image], "phase": "Pending" if unschedulable else "Running",
+            "ready": ready, "unschedulable": unschedulable, "scheduler_message": message,
+            "revision": image, "ready_since": None, "node": None, "created": None}
+
+
+STALLED = snap(1, 2, [pod("a", "old"), pod("b", "old"),
+                      pod("c", "new", ready=False, unschedulable=True, message=MEMORY_136)])
+
+
+def test_judge_counts_from_status_and_pods():
+    verdict = ro.judge(STALLED)
+    assert (verdict["desired"], verdict["updated"], verdict["ready"]) == (3, 1, 2)
+    assert verdict["old_image_pods"] == 2 and verdict["stalled"]
+    assert verdict["blocker"] == "insufficient-memory"
+    assert ro.rollout_report(verdict) == ("DESIRED=3\nUPDATED=1\nREADY=2\nOLD_IMAGE_PODS=2\n"
+                                          "MAX_UNAVAILABLE=1\nBLOCKER=insufficient-memory\n")
+
+
+def test_a_completed_rollout_reports_no_blocker():
+    done = snap(3, 3, [pod(n, "new") for n in "abc"])
+    verdict = ro.judge(done)
+    assert verdict["complete"] and verdict["blocker"] == "none" and not verdict["stalled"]
+
+
+def test_wait_needs_the_status_to_stop_moving():
+    moving = snap(0, 3, [pod("a", "old"), pod("b", "old"), pod("c", "old")], observed=1)
+    reads = iter([moving, STALLED, STALLED, STALLED])
+    clock = iter(range(100))
+    snapshot, verdict, waited, state = ro.wait_settled(lambda: next(reads), timeout=60,
+                                                       clock=lambda: next(clock),
+                                                       pause=lambda s: None)
+    assert state == "stalled" and verdict["updated"] == 1
+    with pytest.raises(StopIteration):
+        next(reads)  # it used every read: three identical ones before calling it a stall
+
+
+def test_wait_times_out_when_nothing_settles():
+    moving = iter(snap(i % 2, 2, [pod("a", "old")], observed=1) for i in range(100))
+    clock = iter(range(0, 1000, 10))
+    *_, state = ro.wait_settled(lambda: next(moving), timeout=30, clock=lambda: next(clock),
+                                pause=lambda s: None)
+    assert state == "timeout"
+
+
+def test_a_single_read_says_what_it_shows():
+    *_, state = ro.wait_settled(lambda: STALLED, timeout=0)
+    assert state == "stalled"
