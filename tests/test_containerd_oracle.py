@@ -38,6 +38,7 @@ def test_corpus_is_big_enough():
 def test_model_matches_containerd_1_6_20(case, tmp_path, containerd_oracle):
     folder, meta = materialise(case, tmp_path)
     cwd = folder / meta.get("cwd", ".")
+    cwd.mkdir(parents=True, exist_ok=True)  # an empty folder does not survive git
     main = folder / "config.toml"
     real = subprocess.run([containerd_oracle, "--config", str(main), "config", "dump"],
                           cwd=cwd, capture_output=True, text=True, timeout=30)

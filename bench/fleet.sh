@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# How the lab's cost grows with the fleet. For each size N it prints:
+#   time from no cluster to N Ready nodes (lab.yml --tags environment)
+#   time of steps 5-8 on that fleet (every node runs the toolkit DaemonSet)
+#   time of a second full lab.yml run (no-op) and its changed count
+#   peak resident memory of the control plane after the nodes and after step 8
+#   the same N nodes made by bare kwokctl + one kubectl apply, as the reference
+#   BENCH_SIZES="3 100 500 1000" bench/fleet.sh
+# Uses its own cluster and lab folder (gpu-incident-lab-fleet), never the trainee's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export ANSIBLE_FORCE_COLOR=0
+bin=${LAB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-incident-lab/bin}
+name=gpu-incident-lab-fleet
+root=/tmp/gpu-incident-lab-fleet
+kubeconfig=$HOME/.kwok/clusters/$name/kubeconfig.yaml
+sizes=${BENCH_SIZES:-3 100 500 1000}
+log=/tmp/bench-fleet-step.log
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+quiet() { "$@" > "$log" 2>&1 || { tail -40 "$log" >&2; exit 1; }; }
+changed() { grep -Eo 'changed=[0-9]+' "$log" | tail -1; }
+rss_mb() {
+  local total=0 pid kb f
+  for f in "$HOME/.kwok/clusters/$name"/pids/*.pid; do
+    pid=$(cat "$f"); kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+    total=$((total + ${kb:-0}))
+  done
+  echo $((total / 1024))
+}
+teardown() { quiet ansible-playbook -e lab_cluster_name=$name -e lab_root=$root playbooks/teardown.yml; rm -rf "$root"; }
+
+rows=()
+for n in $sizes; do
+  play=(ansible-playbook -e lab_cluster_name=$name -e lab_root=$root -e lab_node_count="$n")
+  teardown
+  t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
+  ready=$(secs "$t0" "$t1"); rss_nodes=$(rss_mb)
+  t0=$(now); quiet "${play[@]}" playbooks/cluster-steps.yml; t1=$(now)
+  steps=$(secs "$t0" "$t1"); rss_steps=$(rss_mb)
+  report=$(tr '\n' ' ' < "$root/out/rollout.txt")
+  t0=$(now); quiet "${play[@]}" lab.yml; t1=$(now)
+  rerun=$(secs "$t0" "$t1"); rerun_changed=$(changed)
+  teardown
+  t0=$(now)
+  KWOK_WORKDIR=$HOME/.kwok PATH=$bin:$PATH quiet "$bin/kwokctl" create cluster --name $name --runtime binary \
+    --kube-apiserver-binary "$bin/kube-apiserver" --kube-controller-manager-binary "$bin/kube-controller-manager" \
+    --kube-scheduler-binary "$bin/kube-scheduler" --etcd-binary "$bin/etcd" --kwok-controller-binary "$bin/kwok" \
+    --kubeconfig "" --wait 120s
+  for ((i = 0; i < n; i++)); do
+    printf -- '---\napiVersion: v1\nkind: Node\nmetadata: {name: lab-node-%d, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}\nstatus: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}\n' "$i"
+  done > /tmp/bench-fleet-nodes.yaml
+  quiet "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f /tmp/bench-fleet-nodes.yaml
+  quiet "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout=300s
+  t1=$(now); bare=$(secs "$t0" "$t1")
+  teardown
+  rows+=("| $n | $ready | $bare | $steps | $rerun ($rerun_changed) | $rss_nodes | $rss_steps | $report |")
+  printf '  N=%s ready %ss (bare %ss) steps 5-8 %ss rerun %ss %s rss %s/%s MB\n' \
+    "$n" "$ready" "$bare" "$steps" "$rerun" "$rerun_changed" "$rss_nodes" "$rss_steps" >&2
+done
+
+echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%Y-%m-%d)"
+echo
+echo "| nodes | lab: no cluster -> N Ready (s) | bare kwokctl + kubectl apply (s) | steps 5-8 (s) | lab.yml rerun (s) | control plane MB after nodes | after step 8 | rollout.txt |"
+echo "|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
