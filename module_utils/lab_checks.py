@@ -110,6 +110,14 @@ def _names(text):
     return sorted(n.strip() for n in text.split(",") if n.strip())
 
 
+def expect_fields(result, name, obj, wanted):
+    """One reason per field of obj that differs: wanted is [((key, ...), value), ...]."""
+    for keys, value in wanted:
+        have = _get(obj, *keys)
+        if have != value:
+            result.fail("%s: %s must be %s (found %r)" % (name, ".".join(keys), value, have))
+
+
 def load_yaml_file(path, result, name):
     if not os.path.isfile(path):
         result.fail("%s is missing (expected at %s)" % (name, path))
@@ -383,11 +391,8 @@ class Grader:
         r = Result()
         rc = load_yaml_file(self.path("k8s/runtimeclass.yaml"), r, "runtimeclass.yaml")
         if rc is not None:
-            if rc.get("kind") != "RuntimeClass":
-                r.fail("runtimeclass.yaml: kind must be RuntimeClass (found %r)" % rc.get("kind"))
-            if _get(rc, "metadata", "name") != "nvidia":
-                r.fail("runtimeclass.yaml: metadata.name must be nvidia (found %r)"
-                       % _get(rc, "metadata", "name"))
+            expect_fields(r, "runtimeclass.yaml", rc, [
+                (("kind",), "RuntimeClass"), (("metadata", "name"), "nvidia")])
             if rc.get("handler") != "nvidia":
                 r.fail("runtimeclass.yaml: handler must be nvidia (found %r); name and handler "
                        "are different fields, the handler names the containerd runtime"
@@ -436,17 +441,9 @@ class Grader:
         return r
 
     def _check_pod_manifest(self, pod, r):
-        if pod.get("kind") != "Pod":
-            r.fail("gpu-pod.yaml: kind must be Pod (found %r)" % pod.get("kind"))
-        if _get(pod, "metadata", "name") != "cuda-probe":
-            r.fail("gpu-pod.yaml: metadata.name must be cuda-probe (found %r)"
-                   % _get(pod, "metadata", "name"))
-        if _get(pod, "metadata", "namespace") != "gpu-lab":
-            r.fail("gpu-pod.yaml: metadata.namespace must be gpu-lab (found %r)"
-                   % _get(pod, "metadata", "namespace"))
-        if _get(pod, "spec", "runtimeClassName") != "nvidia":
-            r.fail("gpu-pod.yaml: spec.runtimeClassName must be nvidia (found %r)"
-                   % _get(pod, "spec", "runtimeClassName"))
+        expect_fields(r, "gpu-pod.yaml", pod, [
+            (("kind",), "Pod"), (("metadata", "name"), "cuda-probe"),
+            (("metadata", "namespace"), "gpu-lab"), (("spec", "runtimeClassName"), "nvidia")])
         containers = _get(pod, "spec", "containers") or []
         limits = [str(_get(c, "resources", "limits", "nvidia.com/gpu")) for c in containers
                   if isinstance(c, dict)]
@@ -507,14 +504,9 @@ class Grader:
         cm = load_yaml_file(path, r, "time-slicing.yaml")
         if cm is None:
             return None, None
-        if cm.get("kind") != "ConfigMap":
-            r.fail("time-slicing.yaml: kind must be ConfigMap (found %r)" % cm.get("kind"))
-        if _get(cm, "metadata", "name") != "time-slicing-config":
-            r.fail("time-slicing.yaml: metadata.name must be time-slicing-config (found %r)"
-                   % _get(cm, "metadata", "name"))
-        if _get(cm, "metadata", "namespace") != "gpu-operator":
-            r.fail("time-slicing.yaml: metadata.namespace must be gpu-operator (found %r)"
-                   % _get(cm, "metadata", "namespace"))
+        expect_fields(r, "time-slicing.yaml", cm, [
+            (("kind",), "ConfigMap"), (("metadata", "name"), "time-slicing-config"),
+            (("metadata", "namespace"), "gpu-operator")])
         value = _get(cm, "data", "any")
         if isinstance(value, (dict, list)):
             r.fail("time-slicing.yaml: data.any is a YAML mapping - " + MISTAKE_2)
