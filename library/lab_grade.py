@@ -59,6 +59,18 @@ options:
     description: The lab's node names; default every node labelled C(gpu-incident-lab/node=true).
     type: list
     elements: str
+  gpu_node:
+    description: The node step 6 advertises GPUs on.
+    type: str
+    default: lab-node-0
+  gpu_amount:
+    description: The amount it advertises.
+    type: str
+    default: "4"
+  timeslicing_node:
+    description: The node step 7 time-slices.
+    type: str
+    default: lab-node-1
 attributes:
   check_mode:
     support: full
@@ -112,6 +124,9 @@ def main():
             physical_gpus=dict(type="int", default=4),
             vram_per_gpu_gib=dict(type="float", default=40),
             nodes=dict(type="list", elements="str"),
+            gpu_node=dict(type="str", default="lab-node-0"),
+            gpu_amount=dict(type="str", default="4"),
+            timeslicing_node=dict(type="str", default="lab-node-1"),
         ),
         supports_check_mode=True,
     )
@@ -125,7 +140,8 @@ def main():
                     containerd_version=p["containerd_version"],
                     physical_gpus=p["physical_gpus"],
                     vram_per_gpu_gib=int(vram) if vram.is_integer() else vram,
-                    nodes=p["nodes"])
+                    nodes=p["nodes"], gpu_node=p["gpu_node"], gpu_amount=p["gpu_amount"],
+                    timeslicing_node=p["timeslicing_node"])
     steps = grader.grade(sorted(set(p["steps"])))
     failed = [int(k) for k, v in steps.items() if not v["passed"]]
     module.exit_json(changed=False, steps=steps, passed=not failed, failed_steps=failed)
