@@ -65,12 +65,7 @@ class Result:
         return {"passed": not self.reasons, "reasons": self.reasons, "advice": self.advice}
 
 
-def _get(data, *keys):
-    for key in keys:
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return data
+_get = cc._get  # nested dict lookup, None when a key is missing
 
 
 def read_kv(path, keys, result, name):
