@@ -17,18 +17,10 @@ kubeconfig=$HOME/.kwok/clusters/$name/kubeconfig.yaml
 sizes=${BENCH_SIZES:-3 100 500 1000}
 log=/tmp/bench-fleet-step.log
 
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-quiet() { "$@" > "$log" 2>&1 || { tail -40 "$log" >&2; exit 1; }; }
-changed() { grep -Eo 'changed=[0-9]+' "$log" | tail -1; }
-rss_mb() {
-  local total=0 pid kb f
-  for f in "$HOME/.kwok/clusters/$name"/pids/*.pid; do
-    pid=$(cat "$f"); kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-    total=$((total + ${kb:-0}))
-  done
-  echo $((total / 1024))
-}
+. bench/lib.sh
+quiet() { quiet_to "$log" "$@"; }
+changed() { changed_in "$log"; }
+rss_mb() { peak_rss_mb $name; }
 teardown() { quiet ansible-playbook -e lab_cluster_name=$name -e lab_root=$root playbooks/teardown.yml; rm -rf "$root"; }
 
 rows=()
@@ -45,10 +37,7 @@ for n in $sizes; do
   rerun=$(secs "$t0" "$t1"); rerun_changed=$(changed)
   teardown
   t0=$(now)
-  KWOK_WORKDIR=$HOME/.kwok PATH=$bin:$PATH quiet "$bin/kwokctl" create cluster --name $name --runtime binary \
-    --kube-apiserver-binary "$bin/kube-apiserver" --kube-controller-manager-binary "$bin/kube-controller-manager" \
-    --kube-scheduler-binary "$bin/kube-scheduler" --etcd-binary "$bin/etcd" --kwok-controller-binary "$bin/kwok" \
-    --kubeconfig "" --wait 120s
+  quiet bare_cluster "$bin" $name
   for ((i = 0; i < n; i++)); do
     printf -- '---\napiVersion: v1\nkind: Node\nmetadata: {name: lab-node-%d, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}\nstatus: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}\n' "$i"
   done > /tmp/bench-fleet-nodes.yaml

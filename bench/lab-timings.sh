@@ -13,19 +13,10 @@ kubeconfig=$HOME/.kwok/clusters/$name/kubeconfig.yaml
 play=(ansible-playbook -e lab_cluster_name=$name -e lab_root=$root)
 rows=()
 
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+. bench/lib.sh
 row() { rows+=("| $1 | $2 | $3 |"); printf '  %-55s %8s s  %s\n' "$1" "$2" "$3" >&2; }
-quiet() { "$@" > /tmp/bench-step.log 2>&1 || { tail -30 /tmp/bench-step.log >&2; exit 1; }; }
-peak_rss_mb() { # sum of VmHWM of the cluster's processes, MB
-  local total=0 pid kb
-  for f in "$HOME/.kwok/clusters/$name"/pids/*.pid; do
-    pid=$(cat "$f"); kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-    total=$((total + ${kb:-0}))
-  done
-  echo $((total / 1024))
-}
-changed() { grep -Eo 'changed=[0-9]+' /tmp/bench-step.log | tail -1; }
+quiet() { quiet_to /tmp/bench-step.log "$@"; }
+changed() { changed_in /tmp/bench-step.log; }
 teardown() { quiet "${play[@]}" playbooks/teardown.yml; rm -rf "$root"; }
 
 if [ "${BENCH_COLD:-0}" = 1 ]; then
@@ -41,17 +32,14 @@ fi
 teardown
 t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
 row "lab.yml --tags environment: no cluster -> 3 Ready nodes" "$(secs "$t0" "$t1")" "target <= 30 s"
-rss=$(peak_rss_mb)
+rss=$(peak_rss_mb $name)
 t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
 row "same, second run (no-op)" "$(secs "$t0" "$t1")" "$(changed); target <= 15 s"
 teardown
 
 # the same cluster and nodes with bare kwokctl + kubectl, for Ansible's overhead
 t0=$(now)
-KWOK_WORKDIR=$HOME/.kwok PATH=$bin:$PATH quiet "$bin/kwokctl" create cluster --name $name --runtime binary \
-  --kube-apiserver-binary "$bin/kube-apiserver" --kube-controller-manager-binary "$bin/kube-controller-manager" \
-  --kube-scheduler-binary "$bin/kube-scheduler" --etcd-binary "$bin/etcd" --kwok-controller-binary "$bin/kwok" \
-  --kubeconfig "" --wait 120s
+quiet bare_cluster "$bin" $name
 for i in 0 1 2; do cat <<YAML; done | quiet "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f -
 ---
 apiVersion: v1
@@ -72,7 +60,7 @@ whole=$(secs "$t0" "$t1")
 row "lab.yml: no cluster -> all eight steps" "$whole" "target <= 90 s"
 t0=$(now); quiet "${play[@]}" lab.yml; t1=$(now)
 row "lab.yml second run (no-op)" "$(secs "$t0" "$t1")" "$(changed); target <= 20 s"
-rss_after=$(peak_rss_mb)
+rss_after=$(peak_rss_mb $name)
 teardown
 
 echo

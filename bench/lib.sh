@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Helpers the bench scripts share (sourced, not run).
+
+now() { date +%s.%N; }
+
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+# quiet LOG CMD...: run CMD with its output in LOG; on failure show the tail and stop.
+quiet_to() {
+  local log=$1; shift
+  "$@" > "$log" 2>&1 || { tail -40 "$log" >&2; exit 1; }
+}
+
+# changed_in LOG: the last changed=N of a playbook log.
+changed_in() { grep -Eo 'changed=[0-9]+' "$1" | tail -1; }
+
+# peak_rss_mb CLUSTER: sum of VmHWM of the kwok cluster's processes, MB.
+peak_rss_mb() {
+  local total=0 pid kb f
+  for f in "$HOME/.kwok/clusters/$1"/pids/*.pid; do
+    pid=$(cat "$f"); kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+    total=$((total + ${kb:-0}))
+  done
+  echo $((total / 1024))
+}
+
+# bare_cluster BIN NAME: the same cluster created by kwokctl alone, for reference.
+bare_cluster() {
+  KWOK_WORKDIR=$HOME/.kwok PATH=$1:$PATH "$1/kwokctl" create cluster --name "$2" --runtime binary \
+    --kube-apiserver-binary "$1/kube-apiserver" --kube-controller-manager-binary "$1/kube-controller-manager" \
+    --kube-scheduler-binary "$1/kube-scheduler" --etcd-binary "$1/etcd" --kwok-controller-binary "$1/kwok" \
+    --kubeconfig "" --wait 120s
+}
