@@ -53,6 +53,26 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  missing:
+    description:
+      - What to do when a node in O(names) does not exist.
+      - C(fail) stops with the names of the missing nodes.
+      - C(report) changes the nodes that exist, returns the others in RV(missing), and waits
+        for nothing (create them, then call again).
+    type: str
+    choices: [fail, report]
+    default: fail
+  wait_ready:
+    description:
+      - After setting the amounts, wait until every node in O(names) has condition C(Ready)
+        C(True), polling once a second, at most O(wait_timeout) seconds; then fail naming the
+        nodes that are not Ready.
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds O(wait_ready) waits at most.
+    type: int
+    default: 120
 attributes:
   check_mode:
     support: full
@@ -75,6 +95,15 @@ EXAMPLES = r"""
     names: "{{ groups['fleet'] }}"
     resources: {cpu: "8", memory: 32Gi, pods: "110"}
 
+- name: Shape the nodes that exist, say which are missing, wait until all named are Ready
+  node_resources:
+    kubeconfig: "{{ kubeconfig }}"
+    names: [lab-node-0, lab-node-1, lab-node-2]
+    resources: {cpu: "8", memory: 32Gi, pods: "110"}
+    missing: report
+    wait_ready: true
+  register: shaped
+
 - name: Take the GPUs away again (the driver vanished after a kernel update)
   node_resources:
     kubeconfig: "{{ kubeconfig }}"
@@ -95,12 +124,40 @@ nodes:
   returned: success
   type: dict
   sample: {"lab-node-0": {"capacity": {"nvidia.com/gpu": {"before": null, "after": "4"}}}}
+missing:
+  description: Names in O(names) that are not nodes of the cluster (only with O(missing=report)).
+  returned: success
+  type: list
+  elements: str
+  sample: [lab-node-2]
+cluster_nodes:
+  description:
+    - Every node of the cluster (not only O(names)) with its labels and, for the resources named
+      in O(resources), the amounts in capacity and allocatable as they are after this call -
+      read back from the API server's answers, never assumed. C(null) where a node has none.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"name": "lab-node-0", "labels": {"type": "kwok"},
+            "capacity": {"nvidia.com/gpu": "4"}, "allocatable": {"nvidia.com/gpu": "4"}}]
+not_ready:
+  description: Nodes of O(names) without condition Ready=True at the end (with O(wait_ready)).
+  returned: success
+  type: list
+  elements: str
+  sample: []
+waited:
+  description: Seconds spent waiting for Ready.
+  returned: success
+  type: float
+  sample: 0.0
 """
 
 import re  # noqa: E402
+import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, api_client, api_error_text  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeError, client, condition, parse_quantity  # noqa: E402
 
 
 def is_extended(name):
@@ -111,9 +168,8 @@ def same_amount(left, right):
     if left is None or right is None:
         return left == right
     try:
-        from kubernetes.utils import parse_quantity
-        return parse_quantity(str(left)) == parse_quantity(str(right))
-    except (ValueError, ImportError):
+        return parse_quantity(left) == parse_quantity(right)
+    except ValueError:
         return str(left) == str(right)
 
 
@@ -131,12 +187,18 @@ def validate(module, resources, state):
                                  % (amount, name))
         else:
             try:
-                from kubernetes.utils import parse_quantity
                 parse_quantity(text)
             except ValueError:
                 module.fail_json(msg="amount %r for %s is not a Kubernetes quantity (e.g. 8, "
                                  "500m, 32Gi)" % (amount, name))
         resources[name] = text
+
+
+def summary(node, resources):
+    status = node.get("status") or {}
+    return {"name": node["metadata"]["name"], "labels": node["metadata"].get("labels") or {},
+            "capacity": {r: (status.get("capacity") or {}).get(r) for r in resources},
+            "allocatable": {r: (status.get("allocatable") or {}).get(r) for r in resources}}
 
 
 def main():
@@ -147,6 +209,9 @@ def main():
         fields=dict(type="list", elements="str", choices=["capacity", "allocatable"],
                     default=["capacity", "allocatable"]),
         state=dict(type="str", choices=["present", "absent"], default="present"),
+        missing=dict(type="str", choices=["fail", "report"], default="fail"),
+        wait_ready=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=120),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
@@ -155,29 +220,27 @@ def main():
         module.fail_json(msg="resources is empty; name at least one resource")
     validate(module, resources, params["state"])
     try:
-        from kubernetes import client
-        from kubernetes.client.rest import ApiException
-        core = client.CoreV1Api(api_client(params["kubeconfig"], params["context"]))
-        existing = {node.metadata.name: node for node in core.list_node().items}
+        kube = client(params["kubeconfig"], params["context"])
+        existing = {node["metadata"]["name"]: node for node in kube.items("/api/v1/nodes")}
     except RuntimeError as exc:
         module.fail_json(msg=str(exc))
-    except ApiException as exc:
-        module.fail_json(msg="cannot list nodes: %s" % api_error_text(exc))
-    except Exception as exc:
-        module.fail_json(msg="cannot reach the API server of %s: %s" % (params["kubeconfig"], exc))
+    except KubeError as exc:
+        module.fail_json(msg="cannot list nodes: %s" % exc)
 
     missing = [name for name in params["names"] if name not in existing]
-    if missing:
+    if missing and params["missing"] == "fail":
         module.fail_json(msg="node(s) %s not found; the cluster has %d node(s)%s"
                          % (", ".join(missing), len(existing),
                             (": " + ", ".join(sorted(existing)[:10])) if existing else ""))
 
     report, changed_nodes, before_text, after_text = {}, [], [], []
     for name in params["names"]:
-        status = existing[name].status
+        if name in missing:
+            continue
+        status = existing[name].get("status") or {}
         patch, node_report = {}, {}
         for field in params["fields"]:
-            current = dict(getattr(status, field) or {})
+            current = dict(status.get(field) or {})
             for resource, amount in resources.items():
                 want = None if params["state"] == "absent" else amount
                 have = current.get(resource)
@@ -196,13 +259,32 @@ def main():
         if module.check_mode:
             continue
         try:
-            core.patch_node_status(name, {"status": patch})
-        except ApiException as exc:
-            module.fail_json(msg="cannot patch status of node %s: %s" % (name, api_error_text(exc)),
+            # the answer is the node as stored: what the cluster now advertises
+            existing[name] = kube.patch("/api/v1/nodes/%s/status" % name, {"status": patch})
+        except KubeError as exc:
+            module.fail_json(msg="cannot patch status of node %s: %s" % (name, exc),
                              changed_nodes=changed_nodes[:-1])
 
-    result = dict(changed=bool(changed_nodes), changed_nodes=changed_nodes,
-                  nodes={k: v for k, v in report.items() if v})
+    result = dict(changed=bool(changed_nodes), changed_nodes=changed_nodes, missing=missing,
+                  nodes={k: v for k, v in report.items() if v}, not_ready=[], waited=0.0)
+    if params["wait_ready"] and not missing and not module.check_mode:
+        start = time.monotonic()
+        pending = [n for n in params["names"] if condition(existing[n], "Ready").get("status") != "True"]
+        while pending:
+            if time.monotonic() - start >= params["wait_timeout"]:
+                result["not_ready"] = pending
+                module.fail_json(msg="%d of %d node(s) not Ready after %ss: %s"
+                                 % (len(pending), len(params["names"]), params["wait_timeout"],
+                                    ", ".join(pending[:20])), **result)
+            time.sleep(1)  # poll interval of a wait bounded by wait_timeout
+            try:
+                for node in kube.items("/api/v1/nodes"):
+                    existing[node["metadata"]["name"]] = node
+            except KubeError as exc:
+                module.fail_json(msg="cannot list nodes: %s" % exc)
+            pending = [n for n in pending if condition(existing[n], "Ready").get("status") != "True"]
+        result["waited"] = round(time.monotonic() - start, 1)
+    result["cluster_nodes"] = [summary(existing[n], resources) for n in sorted(existing)]
     if module._diff and changed_nodes:
         result["diff"] = {"before": "\n".join(before_text) + "\n",
                           "after": "\n".join(after_text) + "\n"}

@@ -56,6 +56,8 @@ options:
     description:
       - Replace an existing O(dest) whose content differs. The report is a recorded
         observation, so by default an existing one is kept and RV(kept_existing) says so.
+      - With an existing O(dest) kept, the module does not wait either - it reads the rollout
+        once (as with O(wait_timeout=0)) so RV(outcome) shows the state now.
     type: bool
     default: false
   backup:
@@ -145,9 +147,11 @@ kept_existing:
   type: bool
 """
 
+import os  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.lab_files import write_text  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, api_client, api_error_text  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeError, client  # noqa: E402
 from ansible.module_utils.rollout import rollout_report, snapshot, wait_settled  # noqa: E402
 
 
@@ -167,21 +171,19 @@ def main():
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
     try:
-        from kubernetes import client
-        from kubernetes.client.rest import ApiException
-        api = api_client(p["kubeconfig"], p["context"])
-    except (RuntimeError, ImportError) as exc:
+        kube = client(p["kubeconfig"], p["context"])
+    except RuntimeError as exc:
         module.fail_json(msg=str(exc))
-    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
 
     def read():
-        return snapshot(apps, core, p["namespace"], p["name"])
+        return snapshot(kube, p["namespace"], p["name"])
 
+    recorded = bool(p["dest"]) and os.path.exists(p["dest"]) and not p["overwrite"]
+    timeout = 0 if recorded else p["wait_timeout"]
     try:
-        snap, verdict, waited, state = wait_settled(read, p["wait_timeout"], settle=p["settle"])
-    except ApiException as exc:
-        module.fail_json(msg="cannot read DaemonSet %s/%s: %s"
-                         % (p["namespace"], p["name"], api_error_text(exc)))
+        snap, verdict, waited, state = wait_settled(read, timeout, settle=p["settle"])
+    except KubeError as exc:
+        module.fail_json(msg="cannot read DaemonSet %s/%s: %s" % (p["namespace"], p["name"], exc))
     result = dict(verdict, changed=False, outcome=state, waited=round(waited, 1),
                   report=rollout_report(verdict), pods=snap["pods"])
     if state == "timeout" and p["fail_on_timeout"]:

@@ -10,6 +10,8 @@ scheduler's message on the Pod that cannot be placed - nothing is assumed.
 import re
 import time
 
+from ansible.module_utils.lab_kube import condition
+
 REPORT_KEYS = ["DESIRED", "UPDATED", "READY", "OLD_IMAGE_PODS", "MAX_UNAVAILABLE", "BLOCKER"]
 
 # "this is not the Pod's node": 1.36 says "didn't satisfy plugin(s) [NodeAffinity]",
@@ -57,54 +59,45 @@ def blocker_from_message(message):
     return ",".join(slugs)
 
 
-def _condition(pod, kind):
-    for cond in (pod.status.conditions or []) if pod.status else []:
-        if cond.type == kind:
-            return cond
-    return None
-
-
-def snapshot(apps, core, namespace, name):
-    """Everything the judgment reads, in plain dicts."""
-    ds = apps.read_namespaced_daemon_set(name, namespace)
-    selector = ",".join("%s=%s" % kv for kv in sorted((ds.spec.selector.match_labels or {}).items()))
-    pods = core.list_namespaced_pod(namespace, label_selector=selector).items
-    pods = [p for p in pods if any(ref.uid == ds.metadata.uid
-                                   for ref in (p.metadata.owner_references or []))]
-    images = sorted(c.image for c in ds.spec.template.spec.containers)
-    strategy = ds.spec.update_strategy
-    max_unavailable = None
-    if strategy and strategy.rolling_update is not None:
-        max_unavailable = strategy.rolling_update.max_unavailable
-    status = ds.status
+def snapshot(kube, namespace, name):
+    """Everything the judgment reads, in plain dicts (kube: lab_kube.Kube)."""
+    base = "/apis/apps/v1/namespaces/%s/daemonsets/%s" % (namespace, name)
+    ds = kube.get(base)
+    spec, meta, status = ds.get("spec") or {}, ds["metadata"], ds.get("status") or {}
+    labels = (spec.get("selector") or {}).get("matchLabels") or {}
+    selector = ",".join("%s=%s" % kv for kv in sorted(labels.items()))
+    pods = kube.items("/api/v1/namespaces/%s/pods" % namespace, labelSelector=selector)
+    pods = [p for p in pods if any(ref.get("uid") == meta["uid"]
+                                   for ref in p["metadata"].get("ownerReferences") or [])]
+    images = sorted(c["image"] for c in spec["template"]["spec"]["containers"])
+    rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate")
+    max_unavailable = rolling.get("maxUnavailable") if rolling is not None else None
     pod_rows = []
     for pod in pods:
-        scheduled = _condition(pod, "PodScheduled")
-        ready = _condition(pod, "Ready")
+        scheduled = condition(pod, "PodScheduled")
+        ready = condition(pod, "Ready")
         pod_rows.append({
-            "name": pod.metadata.name,
-            "node": pod.spec.node_name,
-            "images": sorted(c.image for c in pod.spec.containers),
-            "phase": pod.status.phase if pod.status else None,
-            "ready": bool(ready and ready.status == "True"),
-            "ready_since": ready.last_transition_time.isoformat()
-            if ready and ready.status == "True" and ready.last_transition_time else None,
-            "unschedulable": bool(scheduled and scheduled.status == "False"
-                                  and scheduled.reason == "Unschedulable"),
-            "scheduler_message": scheduled.message if scheduled and scheduled.status == "False" else None,
-            "created": pod.metadata.creation_timestamp.isoformat()
-            if pod.metadata.creation_timestamp else None,
-            "revision": (pod.metadata.labels or {}).get("controller-revision-hash"),
+            "name": pod["metadata"]["name"],
+            "node": (pod.get("spec") or {}).get("nodeName"),
+            "images": sorted(c["image"] for c in pod["spec"]["containers"]),
+            "phase": (pod.get("status") or {}).get("phase"),
+            "ready": ready.get("status") == "True",
+            "ready_since": ready.get("lastTransitionTime") if ready.get("status") == "True" else None,
+            "unschedulable": (scheduled.get("status") == "False"
+                              and scheduled.get("reason") == "Unschedulable"),
+            "scheduler_message": scheduled.get("message") if scheduled.get("status") == "False" else None,
+            "created": pod["metadata"].get("creationTimestamp"),
+            "revision": (pod["metadata"].get("labels") or {}).get("controller-revision-hash"),
         })
     return {
-        "generation": ds.metadata.generation,
-        "observed_generation": status.observed_generation,
-        "desired": status.desired_number_scheduled,
-        "current": status.current_number_scheduled,
-        "updated": status.updated_number_scheduled or 0,
-        "ready": status.number_ready,
-        "available": status.number_available or 0,
-        "unavailable": status.number_unavailable or 0,
+        "generation": meta.get("generation"),
+        "observed_generation": status.get("observedGeneration"),
+        "desired": status.get("desiredNumberScheduled", 0),
+        "current": status.get("currentNumberScheduled", 0),
+        "updated": status.get("updatedNumberScheduled") or 0,
+        "ready": status.get("numberReady", 0),
+        "available": status.get("numberAvailable") or 0,
+        "unavailable": status.get("numberUnavailable") or 0,
         "max_unavailable": max_unavailable,
         "template_images": images,
         "pods": pod_rows,
