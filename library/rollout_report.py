@@ -45,6 +45,14 @@ options:
     description: Consecutive identical reads (one per second) that make a stall.
     type: int
     default: 3
+  wait_for:
+    description:
+      - C(settled) ends the wait when the rollout is complete or has stalled.
+      - C(complete) waits for a complete rollout only (every Pod of the current template
+        Ready), e.g. before pushing an update; a stall then runs into the timeout.
+    type: str
+    choices: [settled, complete]
+    default: settled
   fail_on_timeout:
     description: Fail when neither complete nor stalled within O(wait_timeout).
     type: bool
@@ -162,6 +170,7 @@ def main():
         name=dict(type="str", required=True),
         wait_timeout=dict(type="int", default=120),
         settle=dict(type="int", default=3),
+        wait_for=dict(type="str", choices=["settled", "complete"], default="settled"),
         fail_on_timeout=dict(type="bool", default=True),
         dest=dict(type="path"),
         overwrite=dict(type="bool", default=False),
@@ -181,16 +190,22 @@ def main():
     recorded = bool(p["dest"]) and os.path.exists(p["dest"]) and not p["overwrite"]
     timeout = 0 if recorded else p["wait_timeout"]
     try:
-        snap, verdict, waited, state = wait_settled(read, timeout, settle=p["settle"])
+        snap, verdict, waited, state = wait_settled(read, timeout, settle=p["settle"],
+                                                    until_complete=p["wait_for"] == "complete")
     except KubeError as exc:
         module.fail_json(msg="cannot read DaemonSet %s/%s: %s" % (p["namespace"], p["name"], exc))
     result = dict(verdict, changed=False, outcome=state, waited=round(waited, 1),
                   report=rollout_report(verdict), pods=snap["pods"])
     if state == "timeout" and p["fail_on_timeout"]:
-        module.fail_json(msg="DaemonSet %s/%s neither completed nor stalled within %ss: "
-                         "desired %s, updated %s, ready %s, old-image pods %s"
-                         % (p["namespace"], p["name"], p["wait_timeout"], verdict["desired"],
-                            verdict["updated"], verdict["ready"], verdict["old_image_pods"]),
+        module.fail_json(msg="DaemonSet %s/%s %s within %ss: desired %s, updated %s, ready %s, "
+                         "old-image pods %s%s"
+                         % (p["namespace"], p["name"],
+                            "did not complete" if p["wait_for"] == "complete"
+                            else "neither completed nor stalled",
+                            p["wait_timeout"], verdict["desired"], verdict["updated"],
+                            verdict["ready"], verdict["old_image_pods"],
+                            "; scheduler: " + verdict["blocker_message"]
+                            if verdict["blocker_message"] else ""),
                          **result)
     if p["dest"]:
         result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],

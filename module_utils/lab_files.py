@@ -12,8 +12,9 @@ import os
 import tempfile
 
 
-def write_text(module, dest, content, mode="0644", backup=False, force=True):
-    """Returns a dict with changed, diff, backup_file, dest."""
+def write_text(module, dest, content, mode="0644", backup=False, force=True, parents=True,
+               dir_mode="0755"):
+    """Returns a dict with changed, diff, backup_file, dest (and created_dirs with parents)."""
     result = {"changed": False, "dest": dest}
     before = None
     if os.path.exists(dest):
@@ -37,7 +38,9 @@ def write_text(module, dest, content, mode="0644", backup=False, force=True):
         return result
     folder = os.path.dirname(os.path.abspath(dest))
     if not os.path.isdir(folder):
-        module.fail_json(msg="folder %s of dest does not exist; create it first" % folder)
+        if not parents:
+            module.fail_json(msg="folder %s of dest does not exist; create it first" % folder)
+        result["created_dirs"] = make_dirs(module, folder, dir_mode)
     if backup and before is not None and before != content:
         result["backup_file"] = module.backup_local(dest)
     if before != content:
@@ -47,3 +50,18 @@ def write_text(module, dest, content, mode="0644", backup=False, force=True):
         module.atomic_move(tmp, dest)
     os.chmod(dest, wanted_mode)
     return result
+
+
+def make_dirs(module, folder, dir_mode="0755"):
+    """mkdir -p with the given mode on each folder created; the list of those folders."""
+    created, path = [], os.path.abspath(folder)
+    while not os.path.isdir(path):
+        if os.path.exists(path):
+            module.fail_json(msg="%s exists and is not a folder" % path)
+        created.insert(0, path)
+        path = os.path.dirname(path)
+    mode = int(dir_mode, 8) if isinstance(dir_mode, str) else dir_mode
+    for path in created:
+        os.mkdir(path)
+        os.chmod(path, mode)
+    return created

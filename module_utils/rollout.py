@@ -134,9 +134,11 @@ def _moving_parts(snap):
             tuple(sorted((p["name"], p["phase"], p["ready"], p["unschedulable"]) for p in snap["pods"])))
 
 
-def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pause=time.sleep):
+def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pause=time.sleep,
+                 until_complete=False):
     """Poll read() until the rollout is complete, or stalled with its status unchanged
-    for `settle` consecutive reads. Returns (snapshot, verdict, waited_seconds, reason)."""
+    for `settle` consecutive reads (not with until_complete).
+    Returns (snapshot, verdict, waited_seconds, reason)."""
     start = clock()
     previous, same = None, 0
     if timeout <= 0:  # one read: say what it shows
@@ -152,7 +154,7 @@ def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pa
         previous = parts
         if verdict["complete"]:
             return snap, verdict, clock() - start, "complete"
-        if verdict["stalled"] and same >= settle - 1:
+        if verdict["stalled"] and same >= settle - 1 and not until_complete:
             return snap, verdict, clock() - start, "stalled"
         if clock() - start >= timeout:
             return snap, verdict, clock() - start, "timeout"

@@ -2,6 +2,11 @@
 # components.sh live CLUSTER_DIR          pids of components that really run
 # components.sh clear-stale CLUSTER_DIR   remove pid files of dead components, print their names
 # components.sh wait-gone TIMEOUT PID...  wait until each pid has exited (or is a zombie)
+# components.sh check CLUSTER_DIR KUBECTL KUBECONFIG
+#     one JSON line: {"exists": .., "dead": [..], "ready": .., "kubeconfig_fixed": ..}
+#     clears the pid files of dead components (as clear-stale), asks the API server for
+#     /readyz when nothing is dead, and makes the kubeconfig mode 0600 when it is not.
+#     The whole health check of a rerun in one process, no Python on the way.
 #
 # kwokctl decides that a component runs when signal 0 reaches the pid in
 # pids/<component>.pid. A killed component that nobody has reaped yet (a
@@ -18,21 +23,25 @@ alive() { # pid -> 0 when it runs and is not a zombie
   [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
 }
 
-cmd=${1:?usage: components.sh live|clear-stale DIR | wait-gone TIMEOUT PID...}
+cmd=${1:?usage: components.sh live|clear-stale DIR | wait-gone TIMEOUT PID... | check DIR KUBECTL KUBECONFIG}
 shift
+scan() { # live|clear-stale DIR
+  local file pid
+  shopt -s nullglob
+  for file in "$2"/pids/*.pid; do
+    pid=$(tr -dc '0-9' < "$file")
+    if [ -n "$pid" ] && alive "$pid"; then
+      if [ "$1" = live ]; then echo "$pid"; fi
+    elif [ "$1" = clear-stale ]; then
+      rm -f "$file"
+      basename "$file" .pid
+    fi
+  done
+}
+
 case "$cmd" in
   live|clear-stale)
-    dir=${1:?cluster folder}
-    shopt -s nullglob
-    for file in "$dir"/pids/*.pid; do
-      pid=$(tr -dc '0-9' < "$file")
-      if [ -n "$pid" ] && alive "$pid"; then
-        if [ "$cmd" = live ]; then echo "$pid"; fi
-      elif [ "$cmd" = clear-stale ]; then
-        rm -f "$file"
-        basename "$file" .pid
-      fi
-    done
+    scan "$cmd" "${1:?cluster folder}"
     ;;
   wait-gone)
     timeout=${1:?timeout in seconds}
@@ -48,6 +57,26 @@ case "$cmd" in
       fi
       sleep 0.5   # poll interval of this bounded wait
     done
+    ;;
+  check)
+    dir=${1:?cluster folder}
+    kubectl=${2:?kubectl}
+    kubeconfig=${3:?kubeconfig}
+    exists=false dead="" ready=false fixed=false
+    if [ -f "$dir/kwok.yaml" ]; then
+      exists=true
+      for name in $(scan clear-stale "$dir"); do dead+="${dead:+,}\"$name\""; done
+      if [ -z "$dead" ] && "$kubectl" --kubeconfig "$kubeconfig" --request-timeout=5s \
+          get --raw /readyz >/dev/null 2>&1; then
+        ready=true
+      fi
+      if [ -f "$kubeconfig" ] && [ "$(stat -c %a "$kubeconfig")" != 600 ]; then
+        chmod 600 "$kubeconfig"
+        fixed=true
+      fi
+    fi
+    printf '{"exists": %s, "dead": [%s], "ready": %s, "kubeconfig_fixed": %s}\n' \
+      "$exists" "$dead" "$ready" "$fixed"
     ;;
   *) echo "components.sh: unknown command $cmd" >&2; exit 2 ;;
 esac
