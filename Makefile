@@ -1,6 +1,7 @@
 # gpu-incident-lab - the two commands:
 #   make lab    set up everything and run the lab (ansible-playbook lab.yml)
-#   make test   the whole test suite: lint, pytest (with real containerd 1.6.20), molecule
+#   make test   the whole test suite: lint, pytest (with real containerd 1.6.20), molecule,
+#               then pytest against a throw-away real control plane (tests/cluster)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -8,7 +9,7 @@ BIN := $(VENV)/bin
 ORACLE := .cache/containerd/usr/bin/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: lab environment grade teardown test lint unit molecule bench venv oracle clean
+.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle clean
 
 lab: venv
 	$(BIN)/ansible-playbook lab.yml
@@ -22,7 +23,7 @@ grade: venv
 teardown: venv
 	$(BIN)/ansible-playbook playbooks/teardown.yml
 
-test: lint unit molecule
+test: lint unit molecule cluster-tests
 
 lint: venv
 	$(BIN)/yamllint -s .
@@ -30,7 +31,11 @@ lint: venv
 	@for f in toolchain/build.sh roles/*/files/*.sh bench/*.sh .ci/run; do bash -n "$$f" || exit 1; done
 
 unit: venv oracle
-	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) $(BIN)/pytest -q tests
+	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) $(BIN)/pytest -q tests --ignore=tests/cluster
+
+# needs the control-plane binaries the lab builds (molecule's converge builds them)
+cluster-tests: venv
+	$(BIN)/pytest -q tests/cluster
 
 molecule: venv
 	source $(BIN)/activate && molecule test --all

@@ -231,15 +231,18 @@ class Kube(object):
                 return None
             raise
 
-    def items(self, path, **params):
-        """All items of a list call, following continue tokens."""
+    def items(self, path, page_size=500, **params):
+        """All items of a list call, page by page (continue tokens)."""
         found, token = [], None
         while True:
-            page = self.get(path, params=dict(params, limit=500, **{"continue": token}))
+            page = self.get(path, params=dict(params, limit=page_size, **{"continue": token}))
             found.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return found
+
+    def create(self, path, body):
+        return self.request("POST", path, body=body)
 
     def patch(self, path, body, kind="strategic"):
         types = {"strategic": "application/strategic-merge-patch+json",

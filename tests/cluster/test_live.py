@@ -1,0 +1,130 @@
+"""Our client and modules against a real API server, scheduler and kwok (see conftest)."""
+import re
+
+import pytest
+
+import manifest_drift
+import node_resources
+import pod_wait
+from ansible.module_utils.lab_kube import KubeError, condition
+
+
+def configmap(namespace, name, value):
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace}, "data": {"any": value}}
+
+
+# ------------------------------------------------------------------ client
+def test_reads_and_not_found(kube, namespace):
+    assert kube.get("/version")["major"] == "1"
+    assert kube.get("/api/v1/namespaces/%s/configmaps/none" % namespace, missing_ok=True) is None
+    with pytest.raises(KubeError) as err:
+        kube.get("/api/v1/namespaces/%s/configmaps/none" % namespace)
+    assert err.value.status == 404 and 'configmaps "none" not found' in str(err.value)
+
+
+def test_lists_follow_continue_tokens(kube, namespace):
+    for index in range(5):
+        kube.create("/api/v1/namespaces/%s/configmaps" % namespace, configmap(namespace, "cm-%d" % index, "x"))
+    names = [c["metadata"]["name"] for c in kube.items("/api/v1/namespaces/%s/configmaps" % namespace,
+                                                        page_size=2)]
+    assert sorted(n for n in names if n.startswith("cm-")) == ["cm-%d" % i for i in range(5)]
+
+
+def test_discovery_builds_paths(kube, namespace):
+    assert kube.path("v1", "ConfigMap", "x", namespace) == "/api/v1/namespaces/%s/configmaps/x" % namespace
+    assert kube.path("node.k8s.io/v1", "RuntimeClass", "nvidia") == "/apis/node.k8s.io/v1/runtimeclasses/nvidia"
+    assert kube.path("apps/v1", "DaemonSet", None, namespace).endswith("/namespaces/%s/daemonsets" % namespace)
+    with pytest.raises(KubeError, match="no kind Gadget"):
+        kube.path("v1", "Gadget", "x")
+    with pytest.raises(KubeError, match="no API example.com/v9"):
+        kube.path("example.com/v9", "Gadget", "x")
+
+
+def test_patch_returns_the_stored_object(kube, namespace):
+    path = "/api/v1/namespaces/%s/configmaps" % namespace
+    kube.create(path, configmap(namespace, "p", "1"))
+    stored = kube.patch(path + "/p", {"data": {"any": "2"}})
+    assert stored["data"]["any"] == "2" and kube.get(path + "/p")["data"]["any"] == "2"
+
+
+# ------------------------------------------------------------------ manifest_drift
+def test_manifest_drift_missing_same_differs(module_runner, cluster, kube, namespace):
+    wanted = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+              configmap(namespace, "time-slicing-config", "version: v1\n")]
+    out = module_runner(manifest_drift.main, {"kubeconfig": cluster, "definitions": wanted})
+    assert [o["state"] for o in out["objects"]] == ["same", "missing"]
+    assert out["to_apply"] == [wanted[1]] and out["missing"] == [wanted[1]] and not out["changed"]
+    kube.create("/api/v1/namespaces/%s/configmaps" % namespace, wanted[1])
+    out = module_runner(manifest_drift.main, {"kubeconfig": cluster, "definitions": wanted})
+    assert [o["state"] for o in out["objects"]] == ["same", "same"] and out["to_apply"] == []
+    assert out["live"][1]["metadata"]["uid"]
+    changed = configmap(namespace, "time-slicing-config", "version: v2\n")
+    out = module_runner(manifest_drift.main, {"kubeconfig": cluster, "definitions": [changed]})
+    assert out["objects"][0]["state"] == "differs" and out["objects"][0]["differences"] == ["data.any"]
+    assert out["differing"] == [changed] and out["missing"] == []
+
+
+def test_manifest_drift_names_an_unknown_kind(module_runner, cluster):
+    out = module_runner(manifest_drift.main, {"kubeconfig": cluster, "definitions": [
+        {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "p"}}]})
+    assert out["failed"] and "cannot read ClusterPolicy p" in out["msg"] and "nvidia.com/v1" in out["msg"]
+
+
+# ------------------------------------------------------------------ nodes
+def kwok_node(name):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                         "labels": {"type": "kwok", "kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                       "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+
+
+def test_node_resources_reports_missing_sets_and_waits(module_runner, cluster, kube):
+    kube.create("/api/v1/nodes", kwok_node("pt-node-0"))
+    args = {"kubeconfig": cluster, "names": ["pt-node-0", "pt-node-1"],
+            "resources": {"nvidia.com/gpu": "4"}, "missing": "report", "wait_ready": True}
+    out = module_runner(node_resources.main, args)
+    assert out["missing"] == ["pt-node-1"] and out["changed_nodes"] == ["pt-node-0"]
+    kube.create("/api/v1/nodes", kwok_node("pt-node-1"))
+    out = module_runner(node_resources.main, dict(args, missing="fail", wait_timeout=60))
+    assert out["changed_nodes"] == ["pt-node-1"] and out["not_ready"] == []
+    by_name = {n["name"]: n for n in out["cluster_nodes"]}
+    assert by_name["pt-node-1"]["allocatable"]["nvidia.com/gpu"] == "4"
+    assert kube.get("/api/v1/nodes/pt-node-1")["status"]["capacity"]["nvidia.com/gpu"] == "4"
+    again = module_runner(node_resources.main, dict(args, missing="fail"))
+    assert not again["changed"]
+    gone = module_runner(node_resources.main, dict(args, names=["pt-node-9"], missing="fail"))
+    assert gone["failed"] and "node(s) pt-node-9 not found" in gone["msg"]
+
+
+# ------------------------------------------------------------------ pod_wait
+def test_pod_wait_records_the_schedulers_words_once(module_runner, cluster, kube, namespace, tmp_path):
+    kube.create("/api/v1/namespaces/%s/pods" % namespace, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
+        "spec": {"nodeSelector": {"gpu": "none-has-this"},
+                 "containers": [{"name": "c", "image": "busybox"}]}})
+    record = tmp_path / "unscheduled.txt"
+    args = {"kubeconfig": cluster, "namespace": namespace, "name": "probe", "wait_timeout": 60,
+            "condition": {"type": "PodScheduled", "status": "False"}, "record": str(record)}
+    out = module_runner(pod_wait.main, args)
+    assert out["changed"] and out["condition"]["reason"] == "Unschedulable"
+    reason, message = record.read_text().splitlines()
+    # the scheduler's own words, as the Pod carries them
+    live = condition(kube.get("/api/v1/namespaces/%s/pods/probe" % namespace), "PodScheduled")
+    assert reason == live["reason"] == "Unschedulable" and message == live["message"]
+    assert re.match(r"(0/\d+ nodes are available: |no nodes available to schedule pods)", message)
+    again = module_runner(pod_wait.main, args)
+    assert not again["changed"] and again["kept_existing"] and again["waited"] == 0
+    assert again["recorded"] == record.read_text()
+
+
+def test_pod_wait_timeout_says_what_it_saw(module_runner, cluster, kube, namespace):
+    kube.create("/api/v1/namespaces/%s/pods" % namespace, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stuck"},
+        "spec": {"nodeSelector": {"gpu": "none-has-this"},
+                 "containers": [{"name": "c", "image": "busybox"}]}})
+    out = module_runner(pod_wait.main, {"kubeconfig": cluster, "namespace": namespace, "name": "stuck",
+                                        "phase": "Running", "wait_timeout": 3})
+    assert out["failed"] and "waited 3s for phase Running" in out["msg"]
+    assert "last seen: phase Pending" in out["msg"]
