@@ -24,14 +24,8 @@ description:
     different; the apply then runs and decides.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors
+extends_documentation_fragment: [lab_kube]
 options:
-  kubeconfig:
-    description: Path of the kubeconfig to use.
-    type: path
-    required: true
-  context:
-    description: Context in the kubeconfig; its current context when omitted.
-    type: str
   definitions:
     description:
       - Manifests (mappings with C(apiVersion), C(kind), C(metadata.name)), e.g. from

@@ -21,14 +21,8 @@ description:
     capacity from what its device plugins report, so use this there only for rehearsals.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors
+extends_documentation_fragment: [lab_kube]
 options:
-  kubeconfig:
-    description: Path of the kubeconfig to use.
-    type: path
-    required: true
-  context:
-    description: Context in the kubeconfig; its current context when omitted.
-    type: str
   names:
     description: Names of the nodes to change. Every one must exist.
     type: list

@@ -20,14 +20,8 @@ description:
     shows its state now.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors
+extends_documentation_fragment: [lab_kube]
 options:
-  kubeconfig:
-    description: Path of the kubeconfig to use.
-    type: path
-    required: true
-  context:
-    description: Context in the kubeconfig; its current context when omitted.
-    type: str
   namespace:
     description: Namespace of the Pod.
     type: str

@@ -21,14 +21,8 @@ description:
   - Works on any DaemonSet of any cluster; it only reads.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors
+extends_documentation_fragment: [lab_kube]
 options:
-  kubeconfig:
-    description: Path of the kubeconfig to use.
-    type: path
-    required: true
-  context:
-    description: Context in the kubeconfig.
-    type: str
   namespace:
     description: Namespace of the DaemonSet.
     type: str
