@@ -43,7 +43,10 @@ options:
     description:
       - C(settled) ends the wait when the rollout is complete or has stalled.
       - C(complete) waits for a complete rollout only (every Pod of the current template
-        Ready), e.g. before pushing an update; a stall then runs into the timeout.
+        Ready), e.g. before pushing an update - and for it to stay complete and unchanged for
+        O(settle) reads, so the controller is not still catching up (on a 500-node kwok
+        cluster an update pushed at the first complete read replaced 196 Pods at once). A
+        stall then runs into the timeout.
     type: str
     choices: [settled, complete]
     default: settled

@@ -137,7 +137,8 @@ def _moving_parts(snap):
 def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pause=time.sleep,
                  until_complete=False):
     """Poll read() until the rollout is complete, or stalled with its status unchanged
-    for `settle` consecutive reads (not with until_complete).
+    for `settle` consecutive reads. With until_complete only a complete rollout ends the
+    wait, and only once it has been complete and unchanged for `settle` reads.
     Returns (snapshot, verdict, waited_seconds, reason)."""
     start = clock()
     previous, same = None, 0
@@ -152,7 +153,9 @@ def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pa
         parts = _moving_parts(snap)
         same = same + 1 if parts == previous else 0
         previous = parts
-        if verdict["complete"]:
+        # until_complete (before pushing an update): complete and unchanged for `settle`
+        # reads, so the controller is not still catching up with what it just did
+        if verdict["complete"] and (not until_complete or same >= settle - 1):
             return snap, verdict, clock() - start, "complete"
         if verdict["stalled"] and same >= settle - 1 and not until_complete:
             return snap, verdict, clock() - start, "stalled"

@@ -83,3 +83,32 @@ def test_wait_times_out_when_nothing_settles():
 def test_a_single_read_says_what_it_shows():
     *_, state = ro.wait_settled(lambda: STALLED, timeout=0)
     assert state == "stalled"
+
+
+def test_before_an_update_complete_must_hold_for_settle_reads():
+    """wait_for=complete: a complete status seen once is not enough - at 500 kwok nodes the
+    controller was still catching up, and an update pushed then replaced 196 Pods at once."""
+    done = snap(3, 3, [pod(n, "new") for n in "abc"])
+    flicker = snap(3, 2, [pod("a", "new"), pod("b", "new"), pod("c", "new", ready=False)])
+    reads = iter([done, flicker, done, done, done, done])
+    clock = iter(range(100))
+    *_, waited, state = ro.wait_settled(lambda: next(reads), timeout=60, until_complete=True,
+                                        clock=lambda: next(clock), pause=lambda s: None)
+    assert state == "complete"
+    assert next(reads) is done  # five reads used: done, flicker, then three identical done
+    with pytest.raises(StopIteration):
+        next(reads)
+
+
+def test_before_an_update_a_stall_is_not_an_answer():
+    clock = iter(range(0, 1000, 10))
+    *_, state = ro.wait_settled(lambda: STALLED, timeout=30, until_complete=True,
+                                clock=lambda: next(clock), pause=lambda s: None)
+    assert state == "timeout"
+
+
+def test_without_until_complete_complete_ends_the_wait_at_once():
+    done = snap(3, 3, [pod(n, "new") for n in "abc"])
+    reads = iter([done, STALLED])
+    *_, state = ro.wait_settled(lambda: next(reads), timeout=60, pause=lambda s: None)
+    assert state == "complete" and next(reads) is STALLED
