@@ -7,9 +7,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 ORACLE := .cache/containerd/usr/bin/containerd
+ORACLE2 := .cache/containerd2/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle clean
+.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle oracle2 clean
 
 lab: venv
 	$(BIN)/ansible-playbook lab.yml
@@ -30,8 +31,9 @@ lint: venv
 	$(BIN)/ansible-lint --profile production
 	@for f in toolchain/build.sh roles/*/files/*.sh bench/*.sh .ci/run; do bash -n "$$f" || exit 1; done
 
-unit: venv oracle
-	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) $(BIN)/pytest -q tests --ignore=tests/cluster
+unit: venv oracle oracle2
+	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(CURDIR)/$(ORACLE2) \
+	  $(BIN)/pytest -q tests --ignore=tests/cluster
 
 # needs the control-plane binaries the lab builds (molecule's converge builds them)
 cluster-tests: venv
@@ -61,6 +63,17 @@ $(ORACLE):
 	cd .cache/deb && { apt-get download containerd || { apt-get update -qq && apt-get download containerd; }; }
 	dpkg-deb -x .cache/deb/containerd_*.deb .cache/containerd
 	$(ORACLE) --version
+
+# containerd 2.2.0 built from its pinned Go module (toolchain/containerd2), the second oracle:
+# how 2.x merges and migrates. No cgo; about 2-5 minutes the first time.
+oracle2: $(ORACLE2)
+
+$(ORACLE2): toolchain/containerd2/go.mod toolchain/containerd2/go.sum
+	mkdir -p $(dir $@)
+	cd toolchain/containerd2 && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
+	  -o $(CURDIR)/$@.tmp github.com/containerd/containerd/v2/cmd/containerd
+	mv -f $@.tmp $@
+	$@ --version
 
 clean:
 	rm -rf $(VENV) .cache

@@ -129,8 +129,9 @@ def _find_line(text, pattern):
     return None, None
 
 
-def _check_unquoted_plugins(path, text, data):
-    """Common mistake 1: [plugins.io.containerd.grpc.v1.cri...] unquoted."""
+def _check_unquoted_plugins(path, text, data, rejected=True):
+    """Common mistake 1: [plugins.io.containerd.grpc.v1.cri...] unquoted. `rejected`: the
+    containerd version refuses it (1.x); 2.x starts and ignores the settings."""
     plugins = data.get("plugins")
     if not isinstance(plugins, dict):
         return
@@ -152,9 +153,11 @@ def _check_unquoted_plugins(path, text, data):
         nested = " -> ".join(["plugins", key] + _first_path(value, 4))
         raise ConfigError(
             "table %s has an unquoted dotted plugin name (common mistake 1): TOML "
-            "reads it as nested tables %s, i.e. a plugin named %r, and containerd "
-            "rejects it (invalid plugin key URI %r expect io.containerd.x.vx)."
-            % ((line or "").strip() or "plugins." + key, nested, key, key),
+            "reads it as nested tables %s, i.e. a plugin named %r, and %s."
+            % ((line or "").strip() or "plugins." + key, nested, key,
+               "containerd rejects it (invalid plugin key URI %r expect io.containerd.x.vx)" % key
+               if rejected else "containerd 2.x starts anyway and silently ignores these "
+                                "settings - no plugin is named %r" % key),
             path=path, line=line_no,
             fix=("quote the plugin name so it stays one key: %s" % fixed) if fixed else
             'quote the plugin name so it stays one key, e.g. [plugins."io.containerd.grpc.v1.cri"]',
@@ -312,7 +315,12 @@ def load_all(path, version, working_dir="/"):
                 exc.fix = ("create the file or remove it from imports in %s; a missing "
                            "non-glob import stops containerd (failed to load TOML)" % parent)
             raise
-        _check_unquoted_plugins(current, text, data)
+        try:
+            _check_unquoted_plugins(current, text, data, rejected=version[0] == 1)
+        except ConfigError as exc:
+            if version[0] == 1:
+                raise
+            findings.append(str(exc))  # 2.x starts with it (checked against 2.2.0's dump)
         entry = LoadedFile(current, text, data, parent)
         loaded.append(entry)
         seen.add(current)
@@ -455,32 +463,54 @@ def _migrate_to_v3(data):
 
 
 def _predict_v2(files, version):
-    """containerd 2.x: deep merge; per-version migration."""
+    """containerd 2.x: deep merge; per-version migration.
+
+    2.3+ migrate each file to version 3 as it is loaded (plugin migrations included).
+    2.0-2.2 (LoadConfig in cmd/containerd/server/config) start from the default config,
+    version 3; a file with no version or version 1 gets its short plugin names renamed and is
+    then labelled with the version loaded so far (3 for the main file); a non-zero version
+    overrides the merged one; the CRI plugin is migrated once, on the merged config, and only
+    when its version ends below 3 - otherwise plugins."io.containerd.grpc.v1.cri" is ignored.
+    """
     findings = []
-    per_file_v3 = version[1] >= 3
     merged = {}
-    versions = []
-    for entry in files:
-        data = entry.data
-        if entry.version < 2:
-            data = _migrate_to_v2(data)
-        if per_file_v3 and (data.get("version") or 0) < 3:
-            data = _migrate_to_v3(data)
-        versions.append(entry.version)
-        _deep_merge(merged, data)
     effective = _effective_version(files)
-    if not per_file_v3:
-        if effective < 3:
+    if version[1] >= 3:
+        for entry in files:
+            data = _migrate_to_v2(entry.data) if entry.version < 2 else entry.data
+            if (data.get("version") or 0) < 3:
+                data = _migrate_to_v3(data)
+            _deep_merge(merged, data)
+    else:
+        loaded_version = 3  # the default config's
+        labelled = []
+        for entry in files:
+            data = entry.data
+            file_version = entry.version
+            if file_version < 2:
+                data = _migrate_to_v2(data)
+                file_version = loaded_version
+                data["version"] = file_version
+                labelled.append(entry)
+            _deep_merge(merged, data)
+            loaded_version = file_version or loaded_version
+        if loaded_version < 3:
             merged = _migrate_to_v3(merged)
-        elif any(0 < v < 3 for v in versions) or any(v == 0 for v in versions[1:]):
-            v2_files = [f.path for f in files if f.version < 3 and
-                        _get(f.data, "plugins", CRI_V2) is not None]
+        else:
+            v2_files = [f.path for f in files
+                        if _get(_migrate_to_v2(f.data) if f.version < 2 else f.data,
+                                "plugins", CRI_V2) is not None]
             if v2_files:
+                why = ("the last file with a version says 3" if any(f.version >= 3 for f in files)
+                       else "files without a version (or version 1) are labelled 3, the "
+                            "default config's version, when they are loaded")
                 findings.append(
-                    "containerd %s migrates the CRI plugin once, on the merged config and "
-                    "only when its version is below 3; the merged version is %d, so the "
-                    "plugins.\"%s\" settings in %s are ignored. Write every file in version 3 "
-                    "form, or use 2.3+." % (_vtext(version), effective, CRI_V2, ", ".join(v2_files)))
+                    "containerd %s migrates the CRI plugin once, on the merged config and only "
+                    "when its version is below 3; here the merged version is 3 (%s), so the "
+                    "plugins.\"%s\" settings in %s are ignored. Put version = 2 in the main "
+                    "file, or write every file in version 3 form, or use 2.3+."
+                    % (_vtext(version), why, CRI_V2, ", ".join(v2_files)))
+        effective = loaded_version
     runtimes = _get(merged, "plugins", CRI_V3_RUNTIME, "containerd", "runtimes")
     names = {BUILTIN_RUNTIME}
     if isinstance(runtimes, dict):

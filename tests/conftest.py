@@ -36,6 +36,22 @@ def containerd_oracle():
     return path
 
 
+@pytest.fixture(scope="session")
+def containerd2_oracle():
+    """containerd 2.2.0 built from toolchain/containerd2 (make oracle2)."""
+    import glob
+    candidates = [os.environ.get("CONTAINERD2_ORACLE"), str(ROOT / ".cache/containerd2/containerd")]
+    path = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    if path is None:
+        pytest.fail("containerd 2.2.0 not found: run `make oracle2` (builds it from "
+                    "toolchain/containerd2) or set CONTAINERD2_ORACLE")
+    stray = glob.glob("/etc/containerd/conf.d/*.toml")
+    if stray:  # containerd 2.x imports these by default: they would join every case
+        pytest.fail("%s exist; containerd 2.x imports /etc/containerd/conf.d/*.toml by "
+                    "default, so the oracle would read them too" % ", ".join(stray))
+    return path
+
+
 @pytest.fixture
 def module_runner():
     """Run an AnsibleModule's main() with args; return (ok, result dict)."""

@@ -170,3 +170,26 @@ def test_observation_from_a_real_dump_text(lab, module_runner):
     out = module_runner(containerd_merge.main, args(lab, observed_dump=dump))
     assert out["observed_runtimes"] == ["runc"]
     assert out["report"] == EXPECTED_REPORT
+
+
+def test_containerd_2_starts_with_mistake_1_and_ignores_it(lab, module_runner):
+    """1.x refuses the unquoted table; 2.x (2.2.0's dump) starts and loads only runc."""
+    (lab / "config.toml").write_text(
+        'version = 2\n\n[plugins.io.containerd.grpc.v1.cri.containerd.runtimes.kata]\n'
+        '  runtime_type = "io.containerd.kata.v2"\n')
+    out = module_runner(containerd_merge.main, args(lab, containerd_version="2.2"))
+    assert not out.get("failed") and out["predicted_runtimes"] == ["runc"]
+    mistake = [f for f in out["findings"] if "common mistake 1" in f]
+    assert mistake and "silently ignores" in mistake[0] and ":3:" in mistake[0]
+    assert module_runner(containerd_merge.main, args(lab, containerd_version="1.7"))["failed"]
+
+
+@pytest.mark.parametrize("version, runtimes, labelled", [
+    ("2.2", ["runc"], True),            # 2.0-2.2: an unversioned main file is labelled 3
+    ("2.3", ["nvidia", "runc"], False),  # 2.3+: every file is migrated as it is loaded
+])
+def test_unversioned_files_on_containerd_2(lab, module_runner, version, runtimes, labelled):
+    (lab / "config.toml").write_text(MAIN.format(dir=lab).replace("version = 2\n", ""))
+    out = module_runner(containerd_merge.main, args(lab, containerd_version=version))
+    assert out["predicted_runtimes"] == runtimes
+    assert any("labelled 3" in f for f in out["findings"]) is labelled
