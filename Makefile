@@ -1,6 +1,6 @@
 # gpu-incident-lab - the two commands:
 #   make lab    set up everything and run the lab (ansible-playbook lab.yml)
-#   make test   the whole test suite: lint, pytest (with real containerd 1.6.20), molecule,
+#   make test   the whole test suite: lint, pytest (real containerd 1.6.20 and 2.2.0), molecule,
 #               then pytest against a throw-away real control plane (tests/cluster)
 SHELL := /bin/bash
 PYTHON ?= python3
