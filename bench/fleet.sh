@@ -10,14 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ANSIBLE_FORCE_COLOR=0
-bin=${LAB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-incident-lab/bin}
-name=gpu-incident-lab-fleet
-root=/tmp/gpu-incident-lab-fleet
-kubeconfig=$HOME/.kwok/clusters/$name/kubeconfig.yaml
+. bench/lib.sh
+bench_cluster gpu-incident-lab-fleet
 sizes=${BENCH_SIZES:-3 100 500 1000}
 log=/tmp/bench-fleet-step.log
-
-. bench/lib.sh
 quiet() { quiet_to "$log" "$@"; }
 changed() { changed_in "$log"; }
 rss_mb() { peak_rss_mb $name; }

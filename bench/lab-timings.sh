@@ -6,14 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ANSIBLE_FORCE_COLOR=0
-bin=${LAB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-incident-lab/bin}
-name=gpu-incident-lab-bench
-root=/tmp/gpu-incident-lab-bench
-kubeconfig=$HOME/.kwok/clusters/$name/kubeconfig.yaml
+. bench/lib.sh
+bench_cluster gpu-incident-lab-bench
 play=(ansible-playbook -e lab_cluster_name=$name -e lab_root=$root)
 rows=()
-
-. bench/lib.sh
 row() { rows+=("| $1 | $2 | $3 |"); printf '  %-55s %8s s  %s\n' "$1" "$2" "$3" >&2; }
 quiet() { quiet_to /tmp/bench-step.log "$@"; }
 changed() { changed_in /tmp/bench-step.log; }

@@ -1,6 +1,17 @@
 #!/usr/bin/env bash
 # Helpers the bench scripts share (sourced, not run).
 
+# the control-plane binaries the lab built
+bin=${LAB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-incident-lab/bin}
+
+# bench_cluster NAME: the cluster and lab folder of a bench script - its own, never the
+# trainee's. Sets name, root and kubeconfig.
+bench_cluster() {
+  name=$1
+  root=/tmp/$1
+  kubeconfig=$HOME/.kwok/clusters/$1/kubeconfig.yaml
+}
+
 now() { date +%s.%N; }
 
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
