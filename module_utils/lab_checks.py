@@ -596,16 +596,14 @@ class Grader:
         if images != ["nvcr.io/nvidia/k8s/container-toolkit:v1.17.0"]:
             r.fail("the DaemonSet's image is %s; update it to "
                    "nvcr.io/nvidia/k8s/container-toolkit:v1.17.0" % ", ".join(images))
-        ds = api.get("/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-container-toolkit")
-        memory = [str(_get(c, "resources", "requests", "memory"))
-                  for c in _get(ds, "spec", "template", "spec", "containers") or []]
+        memory = [str(_get(c, "resources", "requests", "memory")) for c in snap["template_containers"]]
         if "64Gi" not in memory:
             r.fail("the DaemonSet's memory request is %s; update it to 64Gi" % ", ".join(memory))
         if not verdict["stalled"]:
             r.fail("the rollout has not stalled: no Pod of the new spec is unschedulable "
                    "(desired %s, updated %s, ready %s)"
                    % (verdict["desired"], verdict["updated"], verdict["ready"]))
-        self._check_ready_before_update(api, ds, snap, verdict, r)
+        self._check_ready_before_update(api, "gpu-operator", snap, verdict, r)
         values = read_kv(self.path("out/rollout.txt"), ro.REPORT_KEYS, r, "rollout.txt")
         if values is None:
             return r
@@ -623,16 +621,15 @@ class Grader:
                     }[key]))
         return r
 
-    def _check_ready_before_update(self, api, ds, snap, verdict, r):
+    def _check_ready_before_update(self, api, namespace, snap, verdict, r):
         """Mistake 3: were the old Pods Ready before the new spec was pushed?"""
         try:
             max_unavailable = int(str(snap["max_unavailable"]))
         except (TypeError, ValueError):
             return
         new_hashes = {p["revision"] for p in snap["pods"] if p["images"] == snap["template_images"]}
-        labels = _get(ds, "spec", "selector", "matchLabels") or {}
-        revisions = api.items("/apis/apps/v1/namespaces/%s/controllerrevisions" % ds["metadata"]["namespace"],
-                              labelSelector=",".join("%s=%s" % kv for kv in sorted(labels.items())))
+        revisions = api.items("/apis/apps/v1/namespaces/%s/controllerrevisions" % namespace,
+                              labelSelector=snap["selector"])
         # RFC 3339 UTC timestamps as the API server writes them compare as strings
         pushed = [rev["metadata"]["creationTimestamp"] for rev in revisions
                   if (rev["metadata"].get("labels") or {}).get("controller-revision-hash") in new_hashes]

@@ -100,6 +100,8 @@ def snapshot(kube, namespace, name):
         "unavailable": status.get("numberUnavailable") or 0,
         "max_unavailable": max_unavailable,
         "template_images": images,
+        "template_containers": spec["template"]["spec"]["containers"],
+        "selector": selector,
         "pods": pod_rows,
     }
 
