@@ -8,14 +8,33 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: timeslicing_slots
-short_description: Compute slots and guaranteed GPU memory of an NVIDIA sharing config
+short_description: What the NVIDIA device plugin advertises for a sharing config (time-slicing or MPS)
 description:
-  - Reads an NVIDIA device-plugin sharing config (as in the GPU Operator's time-slicing
-    ConfigMap) and computes what users get per slot on the declared hardware.
-  - Time-slicing multiplies the advertised count by C(replicas) but splits no memory; each
-    slot has 0 GiB guaranteed and shares the whole card (isolation C(none)). MPS limits each
-    replica to C(vram/replicas) (isolation C(memory-limit)).
-  - The table to show users before time-slicing goes on - "20 slots, guaranteed memory 0".
+  - Reads an NVIDIA device-plugin sharing config (the GPU Operator's time-slicing ConfigMap, or
+    the config file itself) and computes, for a node of O(physical_gpus) identical GPUs of
+    O(vram_per_gpu_gib) GiB, what the device plugin v0.20.0 does with it - whether it starts,
+    which strategy is active, what the node's allocatable shows under which names, and what a
+    slot is guaranteed.
+  - The rules are the plugin's own (github.com/NVIDIA/k8s-device-plugin, tag v0.20.0); a config
+    the plugin refuses fails the module with the plugin's message, as its log prints it, so
+    it can be matched against the plugin's log.
+  - C(replicas) must be 2 or more (C(number of replicas must be >= 2)) - for time-slicing and
+    MPS alike; a whole number (C(4.0) is 4; C("4") and C(2.5) are type errors).
+  - C(rename) is dropped at startup unless C(renameByDefault) is true (the plugin warns
+    "not yet supported ... Ignoring"); with C(renameByDefault) true every entry is advertised
+    as C(<name>.shared), whatever C(rename) says. C(devices) is always forced to C(all).
+  - Strategy - MPS when a C(mps) section is set (it wins over C(timeSlicing), which is still
+    validated); else time-slicing; else C(none) (no C(sharing) section is valid and
+    advertises the GPUs unshared). A name without C(nvidia.com/) gets it; entries for names
+    the node does not have change nothing; two entries for one name advertise the larger
+    replicas.
+  - C(failRequestsGreaterThanOne) - time-slicing defaults to false, MPS to B(true) (an explicit
+    false is honoured). It must be a YAML boolean - the string C("false") is a type error.
+  - Time-slicing reserves no memory - every slot shares the whole card (guaranteed 0,
+    isolation C(none)). MPS limits each replica to C(floor(V GiB in bytes / replicas / 1MiB))
+    MiB and C(floor(100/replicas)) percent of the threads, at most 48 replicas per GPU
+    (16 below compute capability 7.5) (isolation C(memory-limit)). No sharing - each Pod has a
+    whole GPU (isolation C(exclusive)).
   - With O(dest) writes the lab's seven-line C(slots.txt).
 version_added: "1.0.0"
 author: gpu-incident-lab contributors
@@ -31,17 +50,21 @@ options:
     description: The config text itself (instead of O(src)).
     type: str
   physical_gpus:
-    description: Physical GPUs in the node.
+    description: Physical GPUs in the node (1 or more).
     type: int
     required: true
   vram_per_gpu_gib:
-    description: Memory of one GPU in GiB (A100 40GB = 40).
+    description: Memory of one GPU in GiB (A100 40GB = 40); a finite number above 0.
     type: float
     required: true
   resource:
-    description: The resource whose sharing entry to read.
+    description: The name under which the node exposes these GPUs before sharing.
     type: str
     default: nvidia.com/gpu
+  compute_capability:
+    description: The GPUs' CUDA compute capability; below 7.5 MPS allows 16 replicas, not 48.
+    type: str
+    default: "8.0"
   dest:
     description: Write the seven-line report (PHYSICAL_GPUS ... ISOLATION) here.
     type: path
@@ -61,6 +84,10 @@ attributes:
 notes:
   - A C(data.any) written as a YAML mapping instead of a string is reported as the lab's
     common mistake 2, with the fix.
+  - Checked against the plugin's own code at tag v0.20.0 with a corpus of 50+ configs
+    (tests/sharing_corpus in the project).
+seealso:
+  - module: gpu_sharing_plan
 """
 
 EXAMPLES = r"""
@@ -82,11 +109,27 @@ EXAMPLES = r"""
     physical_gpus: 8
     vram_per_gpu_gib: 80
   register: mps
+  # mps.advertised_resources == {"nvidia.com/gpu": 32}, mps.mps_memory_limit_mib == 20480,
+  # mps.fail_requests_greater_than_one == true (the MPS default)
+
+- name: A rename without renameByDefault is ignored by the plugin
+  timeslicing_slots:
+    config: |
+      sharing:
+        timeSlicing:
+          resources:
+            - name: nvidia.com/gpu
+              rename: gpu-shared
+              replicas: 5
+    physical_gpus: 4
+    vram_per_gpu_gib: 40
+  register: slots
+  # slots.advertised_resources == {"nvidia.com/gpu": 20}; slots.plugin_warnings names it
 """
 
 RETURN = r"""
 strategy:
-  description: C(time-slicing) or C(mps).
+  description: C(time-slicing), C(mps) or C(none), as the plugin decides it.
   returned: success
   type: str
 physical_gpus:
@@ -94,24 +137,29 @@ physical_gpus:
   returned: success
   type: int
 replicas:
-  description: Replicas of the resource's sharing entry.
+  description: Replicas applied to O(resource) (1 when it is not shared).
   returned: success
   type: int
 advertised:
-  description: Slots the node advertises, physical_gpus x replicas.
+  description: What the node advertises for these GPUs under RV(resource_name).
   returned: success
   type: int
   sample: 20
 resource_name:
-  description: The advertised resource name (C(nvidia.com/gpu.shared) when renamed).
+  description: The name they are advertised under (C(nvidia.com/gpu.shared) with renameByDefault).
   returned: success
   type: str
+advertised_resources:
+  description: Resource name -> count, exactly what the node's allocatable would show for them.
+  returned: success
+  type: dict
+  sample: {"nvidia.com/gpu": 20}
 vram_per_gpu_gib:
   description: As given.
   returned: success
   type: float
 vram_guaranteed_per_slot_gib:
-  description: Memory a slot is guaranteed (0 with time-slicing).
+  description: Memory a slot is guaranteed (0 with time-slicing; the MPS limit in GiB; a whole card unshared).
   returned: success
   type: float
 vram_shared_per_gpu_gib:
@@ -119,21 +167,44 @@ vram_shared_per_gpu_gib:
   returned: success
   type: float
 isolation:
-  description: C(none) (time-slicing) or C(memory-limit) (MPS).
+  description: C(none) (time-slicing), C(memory-limit) (MPS) or C(exclusive) (not shared).
   returned: success
   type: str
 fail_requests_greater_than_one:
-  description: Whether a request of more than one shared GPU is refused.
+  description: Whether a request of more than one shared device is refused at allocation.
   returned: success
   type: bool
+mps_memory_limit_mib:
+  description: MPS pinned memory limit per replica in MiB (floor); null unless MPS.
+  returned: success
+  type: int
+mps_active_thread_percentage:
+  description: MPS active thread percentage per client; null unless MPS.
+  returned: success
+  type: int
+mig_strategy:
+  description: The mig-strategy the config sets (flags.migStrategy), else C(none).
+  returned: success
+  type: str
+plugin_warnings:
+  description: The warnings the plugin logs at startup for this config (ignored fields, names the node lacks).
+  returned: success
+  type: list
+  elements: str
 report:
   description: The seven-line report.
   returned: success
   type: str
+plugin_message:
+  description: On failure, the plugin's own innermost error message.
+  returned: failure
+  type: str
 """
 
+import math  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import write_text  # noqa: E402
+from ansible.module_utils.lab_files import parse_mode, read_text, write_text  # noqa: E402
 from ansible.module_utils.timeslicing import (  # noqa: E402
     SlotsError, config_from_manifest, slot_table, slots_report)
 
@@ -147,6 +218,7 @@ def main():
             physical_gpus=dict(type="int", required=True),
             vram_per_gpu_gib=dict(type="float", required=True),
             resource=dict(type="str", default="nvidia.com/gpu"),
+            compute_capability=dict(type="str", default="8.0"),
             dest=dict(type="path"),
             backup=dict(type="bool", default=False),
             mode=dict(type="str", default="0644"),
@@ -156,20 +228,20 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["dest"]:
+        parse_mode(module, p["mode"])
     try:
         text = p["config"]
         if p["src"]:
-            try:
-                with open(p["src"], encoding="utf-8") as handle:
-                    manifest = handle.read()
-            except OSError as exc:
-                module.fail_json(msg="cannot read %s: %s" % (p["src"], exc.strerror))
+            manifest = read_text(module, p["src"], "src")
             text = config_from_manifest(manifest, p["key"], source=p["src"])
         vram = p["vram_per_gpu_gib"]
-        table = slot_table(text, p["physical_gpus"], int(vram) if vram.is_integer() else vram,
-                           p["resource"])
+        table = slot_table(text, p["physical_gpus"],
+                           int(vram) if math.isfinite(vram) and vram.is_integer() else vram,
+                           p["resource"], compute_capability=p["compute_capability"])
     except SlotsError as exc:
-        module.fail_json(msg=exc.message, mistake=exc.mistake, line=exc.line)
+        module.fail_json(msg=exc.message, mistake=exc.mistake, line=exc.line,
+                         plugin_message=exc.plugin_message)
     result = dict(table, changed=False, report=slots_report(table))
     if p["dest"]:
         result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],

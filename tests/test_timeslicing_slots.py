@@ -71,19 +71,79 @@ def test_data_any_mapping_is_common_mistake_2(module_runner, tmp_path):
     assert not dest.exists()
 
 
-def test_errors_name_the_problem(module_runner, tmp_path):
+def test_refusals_quote_the_plugin_and_write_nothing(module_runner, tmp_path):
+    dest = tmp_path / "slots.txt"
     cases = {
-        "version: v1\n": "no `sharing` section",
-        "sharing:\n  timeSlicing:\n    resources:\n      - name: amd.com/gpu\n        replicas: 2\n":
-            "no entry for nvidia.com/gpu",
-        "sharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 0\n":
-            "at least 1",
-        "sharing: [unclosed\n": "not valid YAML",
+        "sharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 1\n":
+            "number of replicas must be >= 2",
+        "version: v2\n": "unknown version: v2",
+        "sharing: [unclosed\n": "error converting YAML to JSON",
+        "sharing:\n  timeSlicing:\n    failRequestsGreaterThanOne: 'false'\n    resources:\n"
+        "      - {name: nvidia.com/gpu, replicas: 2}\n": "cannot unmarshal string",
     }
     for config, text in cases.items():
         out = module_runner(timeslicing_slots.main,
-                            {"config": config, "physical_gpus": 4, "vram_per_gpu_gib": 40})
+                            {"config": config, "physical_gpus": 4, "vram_per_gpu_gib": 40,
+                             "dest": str(dest)})
         assert out["failed"] and text in out["msg"], (config, out["msg"])
+        assert text in out["plugin_message"]
+        assert "NVIDIA device plugin v0.20.0 refuses" in out["msg"]
+        assert not dest.exists()
+
+
+def test_accepted_configs_the_old_table_refused(module_runner):
+    """No sharing section, or entries only for other names: the plugin starts, GPUs unshared."""
+    for config in ("version: v1\n",
+                   "sharing:\n  timeSlicing:\n    resources:\n      - {name: nvidia.com/mig-1g.5gb, "
+                   "replicas: 2}\n"):
+        out = module_runner(timeslicing_slots.main,
+                            {"config": config, "physical_gpus": 4, "vram_per_gpu_gib": 40})
+        assert not out["failed"], out
+        assert out["advertised_resources"] == {"nvidia.com/gpu": 4}
+        assert out["vram_guaranteed_per_slot_gib"] == 40 and out["isolation"] == "exclusive"
+
+
+def test_bad_numbers_and_modes_are_refused(module_runner, tmp_path):
+    dest = tmp_path / "slots.txt"
+    for args, text in ((dict(vram_per_gpu_gib=float("nan")), "finite number above 0"),
+                       (dict(vram_per_gpu_gib=float("inf")), "finite number above 0"),
+                       (dict(physical_gpus=0), "at least 1"),
+                       (dict(mode="77777"), "beyond 0777"),
+                       (dict(mode="rw-r--r--"), "not an octal file mode"),
+                       (dict(resource="Example/GPU"), "not a resource name")):
+        base = {"config": "version: v1\n", "physical_gpus": 4, "vram_per_gpu_gib": 40,
+                "dest": str(dest)}
+        base.update(args)
+        out = module_runner(timeslicing_slots.main, base)
+        assert out["failed"] and text in out["msg"], (args, out["msg"])
+        assert "Traceback" not in out["msg"] and not dest.exists()
+
+
+def test_non_utf8_manifest_and_bad_data(module_runner, tmp_path):
+    src = tmp_path / "ts.yaml"
+    src.write_bytes(b"kind: ConfigMap\ndata:\n  any: \xff\xfe\n")
+    out = module_runner(timeslicing_slots.main,
+                        {"src": str(src), "physical_gpus": 4, "vram_per_gpu_gib": 40})
+    assert out["failed"] and "not UTF-8" in out["msg"] and "line 3" in out["msg"]
+    for text, want in (("kind: ConfigMap\ndata: [a]\n", "data is a list"),
+                       ("kind: ConfigMap\nmetadata: x\ndata:\n  any: 3\n", "must be a string")):
+        src.write_text(text)
+        out = module_runner(timeslicing_slots.main,
+                            {"src": str(src), "physical_gpus": 4, "vram_per_gpu_gib": 40})
+        assert out["failed"] and want in out["msg"], out["msg"]
+
+
+def test_mps_values(module_runner):
+    config = "sharing:\n  mps:\n    resources:\n      - {name: nvidia.com/gpu, replicas: 3}\n"
+    out = module_runner(timeslicing_slots.main,
+                        {"config": config, "physical_gpus": 4, "vram_per_gpu_gib": 40})
+    assert out["mps_memory_limit_mib"] == 13653 and out["mps_active_thread_percentage"] == 33
+    assert out["fail_requests_greater_than_one"] is True
+    assert out["vram_guaranteed_per_slot_gib"] == 13.33
+    out = module_runner(timeslicing_slots.main,
+                        {"config": config.replace("3}", "20}"), "physical_gpus": 1,
+                         "vram_per_gpu_gib": 16, "compute_capability": "7.0"})
+    assert out["failed"] and "20 > 16" in out["msg"]
 
 
 def test_check_mode_and_diff(module_runner, tmp_path):
