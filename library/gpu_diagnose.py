@@ -125,7 +125,7 @@ report:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.gpu_diagnose import DiagnoseError, Diagnosis, markdown  # noqa: E402
+from ansible.module_utils.gpu_layers import DiagnoseError, Diagnosis, markdown  # noqa: E402
 from ansible.module_utils.lab_files import write_text  # noqa: E402
 from ansible.module_utils.lab_kube import KUBE_ARGS, KubeError, client  # noqa: E402
 

@@ -28,10 +28,29 @@ options:
     type: path
     required: true
   steps:
-    description: Step numbers to grade. Steps 1-4 need no cluster.
-    type: list
-    elements: int
-    default: [1, 2, 3, 4, 5, 6, 7, 8]
+    description:
+      - Step numbers to grade, 1-8. Steps 1-4 need no cluster.
+      - A list, or the forms typed on a command line - C(3), C(1,2), C([1,2]).
+      - Defaults to all eight, or to none when O(drill) is given.
+    type: raw
+  drill:
+    description:
+      - Grade this diagnosis drill instead - C(<lab_root>/drills/<drill>.txt) with C(LAYER=) and
+        C(EVIDENCE=) lines, against the drill in place (O(drill_state_file)) and the live
+        cluster's diagnosis.
+    type: str
+  drill_state_file:
+    description: Where playbooks/drill.yml recorded the drill in place.
+    type: path
+  node_facts_file:
+    description: The lab's simulated node-side facts (JSON per node) the diagnosis reads.
+    type: path
+  report_path:
+    description: Where the caller writes the JSON report; only named in RV(text).
+    type: path
+  junit_path:
+    description: Where the caller writes RV(junit); only named in RV(text).
+    type: path
   kubeconfig:
     description: kubeconfig of the lab cluster (steps 5-8).
     type: path
@@ -59,6 +78,13 @@ options:
     description: The lab's node names; default every node labelled C(gpu-incident-lab/node=true).
     type: list
     elements: str
+  replicas:
+    description: The time-slicing replicas the lab uses (lab_timeslicing_replicas).
+    type: int
+    default: 5
+  guide:
+    description: The trainee guide (docs/steps.md); a failing step points at its section.
+    type: path
   gpu_node:
     description: The node step 6 advertises GPUs on.
     type: str
@@ -102,21 +128,34 @@ passed:
   returned: always
   type: bool
 failed_steps:
-  description: Numbers of the steps that failed.
+  description: Numbers of the steps that failed (and C(drill NAME) when a drill failed).
   returned: always
   type: list
-  elements: int
+  elements: raw
+text:
+  description: The grade as plain text - one PASS/FAIL line per step, its reasons and advice below.
+  returned: always
+  type: str
+junit:
+  description: The same as JUnit XML, one test case per step.
+  returned: always
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_checks import Grader  # noqa: E402
+from ansible.module_utils.lab_checks import Grader, junit_xml, report_text  # noqa: E402
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             lab_root=dict(type="path", required=True),
-            steps=dict(type="list", elements="int", default=[1, 2, 3, 4, 5, 6, 7, 8]),
+            steps=dict(type="raw"),
+            drill=dict(type="str"),
+            drill_state_file=dict(type="path"),
+            node_facts_file=dict(type="path"),
+            report_path=dict(type="path"),
+            junit_path=dict(type="path"),
             kubeconfig=dict(type="path"),
             context=dict(type="str"),
             observed_runtimes=dict(type="list", elements="str", default=["runc"]),
@@ -124,6 +163,8 @@ def main():
             physical_gpus=dict(type="int", default=4),
             vram_per_gpu_gib=dict(type="float", default=40),
             nodes=dict(type="list", elements="str"),
+            replicas=dict(type="int", default=5),
+            guide=dict(type="path"),
             gpu_node=dict(type="str", default="lab-node-0"),
             gpu_amount=dict(type="str", default="4"),
             timeslicing_node=dict(type="str", default="lab-node-1"),
@@ -131,9 +172,12 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    bad = [s for s in p["steps"] if s not in range(1, 9)]
-    if bad:
-        module.fail_json(msg="steps must be numbers 1-8; not: %s" % bad)
+    steps, problem = parse_steps(p["steps"], default=[] if p["drill"] else list(range(1, 9)))
+    if problem:
+        module.fail_json(msg=problem)
+    if not steps and not p["drill"]:
+        module.fail_json(msg="nothing to grade: steps is empty; give step numbers 1-8 (e.g. "
+                             "grade_steps=1,2) or leave them out for all eight")
     vram = p["vram_per_gpu_gib"]
     grader = Grader(p["lab_root"], p["kubeconfig"], p["context"],
                     observed_runtimes=p["observed_runtimes"],
@@ -141,10 +185,49 @@ def main():
                     physical_gpus=p["physical_gpus"],
                     vram_per_gpu_gib=int(vram) if vram.is_integer() else vram,
                     nodes=p["nodes"], gpu_node=p["gpu_node"], gpu_amount=p["gpu_amount"],
-                    timeslicing_node=p["timeslicing_node"])
-    steps = grader.grade(sorted(set(p["steps"])))
-    failed = [int(k) for k, v in steps.items() if not v["passed"]]
-    module.exit_json(changed=False, steps=steps, passed=not failed, failed_steps=failed)
+                    timeslicing_node=p["timeslicing_node"], replicas=p["replicas"])
+    results = grader.grade(steps)
+    if p["guide"]:
+        for step, res in results.items():
+            if not res["passed"]:
+                key = step if step.isdigit() else step.replace(" ", "-")
+                res["advice"].append("the guide's section: %s#%s (in the terminal: "
+                                     "ansible-playbook playbooks/guide.yml -e step=%s)" % (
+                                         p["guide"], "step-" + key if step.isdigit() else key,
+                                         key if step.isdigit() else step.split(" ", 1)[1]))
+    if p["drill"]:
+        if not p["drill_state_file"]:
+            module.fail_json(msg="drill needs drill_state_file (where playbooks/drill.yml records "
+                                 "the drill in place)")
+        results["drill " + p["drill"]] = grader.drill(p["drill"], p["drill_state_file"],
+                                                      p["node_facts_file"]).as_dict()
+    failed = [k for k, v in results.items() if not v["passed"]]
+    module.exit_json(changed=False, steps=results, passed=not failed,
+                     failed_steps=[int(k) if k.isdigit() else k for k in failed],
+                     text=report_text(results, p["report_path"], p["junit_path"]),
+                     junit=junit_xml(results))
+
+
+def parse_steps(value, default):
+    """Step numbers from a list or the text forms a user types: 3, 1,2, [1,2]; (steps, error)."""
+    if value is None or value == "":
+        return default, None
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        items = [value]
+    elif isinstance(value, str):
+        items = [v for v in value.strip().strip("[]").replace(" ", "").split(",") if v != ""]
+    else:
+        return None, "steps must be step numbers 1-8, got %r" % (value,)
+    steps = []
+    for item in items:
+        text = str(item).strip().strip("'\"")
+        if not text.isdigit() or not 1 <= int(text) <= 8:
+            return None, ("steps must be numbers 1-8 (as a list, or typed as 3, 1,2 or [1,2]); "
+                          "not: %r" % (item,))
+        steps.append(int(text))
+    return sorted(set(steps)), None
 
 
 if __name__ == "__main__":

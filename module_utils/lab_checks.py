@@ -11,6 +11,7 @@ Values in the reports are compared with what the trainee's own files and the
 live cluster say, not with the spec's example numbers.
 """
 
+import json
 import os
 import re
 import shutil
@@ -20,9 +21,10 @@ import tempfile
 import yaml
 
 from ansible.module_utils import containerd_config as cc
+from ansible.module_utils import gpu_layers as gd
 from ansible.module_utils import rollout as ro
 from ansible.module_utils import timeslicing as ts
-from ansible.module_utils.lab_kube import client as kube_client
+from ansible.module_utils.lab_kube import KubeError, client as kube_client
 
 CRI = ("plugins", cc.CRI_V2, "containerd")
 MERGE_KEYS = ["MAIN_RUNTIMES", "DROPIN_RUNTIMES", "CONFLICT", "CONFLICT_TABLE", "LOADED_RUNTIMES"]
@@ -644,6 +646,76 @@ class Grader:
                 MISTAKE_3, len(old), expected_old,
                 "; not Ready before the update: " + ", ".join(late) if late else ""))
 
+    # Words an answer's EVIDENCE names when it points at the right thing, per layer.
+    DRILL_WORDS = {
+        "driver": ["cuda.driver", "driver label", "driver_ok", "driver version", "nvidia-smi",
+                   "kernel"],
+        "container-runtime": ["runtimes_loaded", "config dump", "handler", "runtime"],
+        "device-plugin": ["device-plugin", "device plugin", "device-plugins", "socket",
+                          "daemonset", "plugin pod"],
+        "node-advertisement": ["capacity", "allocatable", "node status", "advertis"],
+        "scheduling": ["podscheduled", "insufficient", "taint", "toleration", "affinity",
+                       "unschedulable", "request", "scheduler"],
+        "workload": ["crashloop", "restart", "exit code", "logs", "phase"],
+    }
+
+    def drill(self, name, state_file, node_facts_file=None):
+        """Grade a diagnosis drill: <lab_root>/drills/NAME.txt holds LAYER= and EVIDENCE=."""
+        r = Result()
+        try:
+            with open(state_file, encoding="utf-8") as handle:
+                state = json.load(handle)
+            if not isinstance(state, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            r.fail("no drill is in place (%s: %s): run `ansible-playbook playbooks/drill.yml "
+                   "-e drill=%s` first" % (state_file, getattr(exc, "strerror", None) or exc, name))
+            return r
+        if state.get("drill") != name:
+            r.fail("drill %s is not the one in place (in place: %s); run `ansible-playbook "
+                   "playbooks/drill.yml -e drill=%s` first" % (name, state.get("drill") or "none",
+                                                              name))
+            return r
+        answer = read_kv(self.path("drills", name + ".txt"), ["LAYER", "EVIDENCE"], r,
+                         "drills/%s.txt" % name)
+        if answer is None:
+            r.note("write two lines: LAYER=<one of %s> and EVIDENCE=<what you read, where, and "
+                   "what it showed>" % ", ".join(gd.LAYERS))
+            return r
+        layer = answer["LAYER"].strip().lower()
+        if layer not in gd.LAYERS:
+            r.fail("LAYER=%s is not a layer; the layers, bottom-up: %s"
+                   % (answer["LAYER"], ", ".join(gd.LAYERS)))
+        elif layer != state.get("layer"):
+            below = gd.LAYERS.index(layer) > gd.LAYERS.index(state.get("layer") or "workload")
+            r.fail("LAYER=%s is not where the path is cut%s" % (
+                layer, " - a lower layer is already broken; judge bottom-up and stop at the "
+                "first broken one" if below else " - that layer is fine here; look at the "
+                "evidence of each layer again"))
+        evidence = answer["EVIDENCE"].strip()
+        words = self.DRILL_WORDS.get(state.get("layer"), [])
+        if len(evidence.split()) < 3:
+            r.fail("EVIDENCE is empty or too short: say what you read (API field, command) and "
+                   "what it showed")
+        elif not any(w in evidence.lower() for w in words):
+            r.fail("EVIDENCE does not name what shows the break (one of: %s)" % ", ".join(words))
+        if self._need_cluster(r):
+            facts = None
+            if node_facts_file and os.path.isfile(node_facts_file):
+                with open(node_facts_file, encoding="utf-8") as handle:
+                    facts = json.load(handle)
+            namespace, pod = (state.get("pod") or "gpu-drill/cuda-drill").split("/", 1)
+            try:
+                live = gd.Diagnosis(self.api(), node_facts=facts).run(namespace, pod)
+            except (gd.DiagnoseError, KubeError) as exc:
+                r.fail("the drill Pod cannot be diagnosed: %s" % getattr(exc, "message", exc))
+                return r
+            if live["first_broken"] != state.get("layer"):
+                r.fail("the live cluster no longer shows this drill (gpu_diagnose names %s); "
+                       "run `ansible-playbook playbooks/drill.yml -e drill=%s` again"
+                       % (live["first_broken"] or "no broken layer", name))
+        return r
+
     STEPS = {1: "step1", 2: "step2", 3: "step3", 4: "step4",
              5: "step5", 6: "step6", 7: "step7", 8: "step8"}
 
@@ -657,3 +729,43 @@ class Grader:
                 result.fail("the check itself failed: %s: %s" % (type(exc).__name__, exc))
             out[str(step)] = result.as_dict()
         return out
+
+
+def report_text(results, report_path=None, junit_path=None):
+    """The grade as a person reads it: one PASS/FAIL line per step, reasons and advice below."""
+    lines = []
+    for step, res in results.items():
+        label = ("Step %s" % step) if str(step).isdigit() else str(step).capitalize()
+        lines.append("%-10s %s" % (label, "PASS" if res["passed"] else "FAIL"))
+        for reason in res["reasons"]:
+            lines.append("    - %s" % reason)
+        for tip in res["advice"]:
+            lines.append("    (advice) %s" % tip)
+    failed = [k for k, v in results.items() if not v["passed"]]
+    lines.append("")
+    lines.append("%d of %d passed%s" % (len(results) - len(failed), len(results),
+                                        "; failed: %s" % ", ".join(map(str, failed)) if failed else ""))
+    for name, path in (("Report (JSON)", report_path), ("Report (JUnit)", junit_path)):
+        if path:
+            lines.append("%s: %s" % (name, path))
+    return "\n".join(lines) + "\n"
+
+
+def junit_xml(results, suite="gpu-incident-lab"):
+    """The same results as JUnit XML: one test case per step, a failure with its reasons."""
+    from xml.sax.saxutils import escape, quoteattr
+    failed = sum(1 for v in results.values() if not v["passed"])
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           '<testsuite name=%s tests="%d" failures="%d">' % (quoteattr(suite), len(results), failed)]
+    for step, res in results.items():
+        name = ("step %s" % step) if str(step).isdigit() else str(step)
+        out.append('  <testcase classname=%s name=%s>' % (quoteattr(suite), quoteattr(name)))
+        if not res["passed"]:
+            out.append('    <failure message=%s>%s</failure>' % (
+                quoteattr(res["reasons"][0] if res["reasons"] else "failed"),
+                escape("\n".join(res["reasons"] + ["advice: " + a for a in res["advice"]]))))
+        elif res["advice"]:
+            out.append('    <system-out>%s</system-out>' % escape("\n".join(res["advice"])))
+        out.append('  </testcase>')
+    out.append('</testsuite>')
+    return "\n".join(out) + "\n"
