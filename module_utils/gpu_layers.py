@@ -46,21 +46,19 @@ def parse_selector(text):
     if not text:
         return lambda labels: True
     terms = []
-    for part in re.findall(r"[^,()]+(?:\([^)]*\))?", text):
+    for part in re.split(r",(?![^()]*\))", text):
         part = part.strip()
-        if not part:
-            continue
         match = re.fullmatch(r"([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)", part)
         if match:
             values = {v.strip() for v in match.group(3).split(",")}
             terms.append((match.group(1), match.group(2), values))
-        elif "!=" in part:
+        elif re.fullmatch(r"[\w./-]+\s*!=\s*[\w.-]*", part):
             key, value = part.split("!=", 1)
             terms.append((key.strip(), "notin", {value.strip()}))
-        elif "=" in part:
+        elif re.fullmatch(r"[\w./-]+\s*==?\s*[\w.-]*", part):
             key, value = part.replace("==", "=").split("=", 1)
             terms.append((key.strip(), "in", {value.strip()}))
-        elif part.startswith("!"):
+        elif re.fullmatch(r"![\w./-]+", part):
             terms.append((part[1:].strip(), "absent", None))
         elif re.fullmatch(r"[\w./-]+", part):
             terms.append((part, "exists", None))
@@ -529,9 +527,9 @@ def scheduler_findings(message, resource):
     out = []
     for count, what in re.findall(r"(\d+) (Insufficient [\w./-]+)", message):
         out.append("%s node(s): %s" % (count, what))
-    for count, taint in re.findall(r"(\d+) node\(s\) had untolerated taint\(s\)? ?\{([^}]*)\}",
+    for count, taint in re.findall(r"(\d+) node\(s\) had untolerated taint(?:\(s\))?(?: ?\{([^}]*)\})?",
                                    message):
-        out.append("%s node(s) have the untolerated taint {%s}" % (count, taint))
+        out.append("%s node(s) have an untolerated taint%s" % (count, " {%s}" % taint if taint else ""))
     if "node affinity/selector" in message or "NodeAffinity" in message:
         out.append("the Pod's nodeSelector/required affinity excludes node(s)")
     if "were unschedulable" in message:
@@ -559,3 +557,22 @@ def markdown(result, resource):
             lines.append("- %s: %s" % (item["source"], item["value"]))
         lines.append("")
     return "\n".join(lines)
+
+
+_RUNTIME_HEADER = re.compile(
+    r"""^\s*\[plugins\.(?:"io\.containerd\.grpc\.v1\.cri"|'io\.containerd\.grpc\.v1\.cri'|"""
+    r"""'io\.containerd\.cri\.v1\.runtime'|"io\.containerd\.cri\.v1\.runtime")"""
+    r"""\.containerd\.runtimes\.("[^"]+"|'[^']+'|[A-Za-z0-9_-]+)\]\s*$""", re.M)
+
+
+def runtimes_from_dump(text):
+    """Runtime names of a `containerd config dump` (1.x and 2.x spelling), in order.
+
+    Only the runtime tables themselves count - `runtimes.nvidia.options` is not a runtime, and
+    `nvidia-cdi` is not `nvidia`."""
+    names = []
+    for match in _RUNTIME_HEADER.finditer(text or ""):
+        name = match.group(1).strip("\"'")
+        if name not in names:
+            names.append(name)
+    return names

@@ -1,0 +1,146 @@
+"""The diagnosis helpers, gpu_node_facts (with real containerd) and gpu_preflight."""
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+
+import gpu_diagnose
+import gpu_node_facts
+import gpu_preflight
+from ansible.module_utils import gpu_layers as gl
+
+LAB_MAIN = """version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+      BinaryName = "/usr/bin/nvidia-container-runtime"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia-cdi"]
+    runtime_type = "io.containerd.runc.v2"
+"""
+
+
+def test_runtimes_from_real_dumps(containerd_oracle, containerd2_oracle, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text(LAB_MAIN)
+    for binary in (containerd_oracle, containerd2_oracle):
+        dump = subprocess.run([binary, "--config", str(config), "config", "dump"],
+                              capture_output=True, text=True, check=True).stdout
+        names = gl.runtimes_from_dump(dump)
+        assert "nvidia" in names and "nvidia-cdi" in names and "runc" in names, (binary, names)
+        assert "options" not in names and not any(n.startswith("nvidia.") for n in names)
+    config.write_text(LAB_MAIN.split('  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]')[0])
+    dump = subprocess.run([containerd_oracle, "--config", str(config), "config", "dump"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "nvidia" not in gl.runtimes_from_dump(dump)
+
+
+def test_selector_and_affinity():
+    match = gl.parse_selector("name=nvidia-device-plugin-ds,tier!=x,app in (a, b),present,!gone")
+    assert match({"name": "nvidia-device-plugin-ds", "app": "a", "present": ""})
+    assert not match({"name": "nvidia-device-plugin-ds", "app": "c", "present": ""})
+    assert not match({"name": "nvidia-device-plugin-ds", "app": "a", "present": "", "gone": "1"})
+    with pytest.raises(gl.DiagnoseError, match="label selector"):
+        gl.parse_selector("a=b,(((")
+    node = {"metadata": {"name": "n1", "labels": {"gpu": "yes", "cc": "8"}}}
+    pod = {"spec": {"nodeSelector": {"gpu": "yes"}, "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "cc", "operator": "Gt", "values": ["7"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]}]}}}}}
+    assert gl.node_admits(pod, node)
+    node["metadata"]["labels"]["cc"] = "7"
+    assert not gl.node_admits(pod, node) and gl.node_admits(pod, node, use_affinity=False)
+    node["metadata"]["name"] = "n9"
+    assert gl.node_admits(pod, node)
+
+
+def test_request_and_scheduler_messages():
+    pod = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}},
+                                   {"resources": {"requests": {"nvidia.com/gpu": 1}}}],
+                    "initContainers": [{"resources": {"limits": {"nvidia.com/gpu": 4}}}]}}
+    assert gl.pod_request(pod, "nvidia.com/gpu") == 4
+    found = gl.scheduler_findings(
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s) {nvidia.com/gpu: present}, "
+        "2 Insufficient nvidia.com/gpu. preemption: ...", "nvidia.com/gpu")
+    assert any("untolerated taint" in f for f in found) and any("Insufficient" in f for f in found)
+
+
+def test_node_facts_are_validated():
+    assert gpu_diagnose.check_facts({"n": {"driver_ok": True, "runtimes_loaded": ["runc"]}}) is None
+    assert "must be a boolean" in gpu_diagnose.check_facts({"n": {"driver_ok": "yes"}})
+    assert "unknown key" in gpu_diagnose.check_facts({"n": {"driver": True}})
+    assert "must be a mapping" in gpu_diagnose.check_facts({"n": ["runc"]})
+    assert "strings" in gpu_diagnose.check_facts({"n": {"runtimes_loaded": [1]}})
+
+
+def _fake(path, script):
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_gpu_node_facts_with_real_containerd(module_runner, containerd_oracle, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text(LAB_MAIN)
+    smi = _fake(tmp_path / "nvidia-smi", "echo 550.54.15\necho 550.54.15\n")
+    sockets = tmp_path / "device-plugins"
+    sockets.mkdir()
+    (sockets / "kubelet.sock").write_text("")
+    out = module_runner(gpu_node_facts.main, {"nvidia_smi": smi, "containerd": containerd_oracle,
+                                              "containerd_config": str(config),
+                                              "socket_dir": str(sockets)})
+    facts = out["node_facts"]
+    assert sorted(facts.pop("runtimes_loaded")) == ["nvidia", "nvidia-cdi", "runc"]
+    assert facts == {"driver_ok": True, "driver_version": "550.54.15", "device_plugin_socket": False}
+    (sockets / "nvidia-gpu.sock").write_text("")
+    broken = _fake(tmp_path / "smi-broken", "echo 'NVIDIA-SMI has failed because it could not "
+                   "communicate with the NVIDIA driver' >&2\nexit 9\n")
+    out = module_runner(gpu_node_facts.main, {"nvidia_smi": broken, "containerd": "/nonexistent/containerd",
+                                              "socket_dir": str(sockets)})
+    assert out["node_facts"] == {"driver_ok": False, "device_plugin_socket": True}
+    assert any(c["output"] == "not found" for c in out["checks"])
+
+
+def test_preflight_records_skipped_and_keeps_it(module_runner, tmp_path):
+    kubectl = _fake(tmp_path / "kubectl", "exit 0\n")
+    reqs = [{"name": "kubectl", "kind": "executable", "path": kubectl, "layers": ["scheduling"]},
+            {"name": "nvidia-smi", "kind": "executable", "path": str(tmp_path / "none"),
+             "layers": ["driver"]}]
+    args = {"experiment_id": "day02-001", "dest": str(tmp_path / "rec"), "requirements": reqs,
+            "reason": "No GPU context was accessed."}
+    out = module_runner(gpu_preflight.main, args)
+    record = json.loads((tmp_path / "rec" / "day02-001.json").read_text())
+    assert out["changed"] and out["status"] == "skipped" and record["status"] == "skipped"
+    assert record["layers"]["driver"]["status"] == "skipped"
+    assert record["layers"]["scheduling"]["status"] == "verifiable"
+    assert [r["status"] for r in record["requirements"]] == ["available", "missing"]
+    assert "nvidia-smi missing" in record["reason"] and "No GPU context" in record["reason"]
+    for key in ("experiment_id", "track", "kind", "time", "host", "requirements", "status", "reason"):
+        assert key in record
+    # a rerun with the same id keeps the first record, even when the machine changed
+    _fake(tmp_path / "none", "exit 0\n")
+    again = module_runner(gpu_preflight.main, args)
+    assert again["kept_existing"] and not again["changed"] and again["record"] == record
+    # a new id sees nvidia-smi now: passed
+    out = module_runner(gpu_preflight.main, dict(args, experiment_id="day02-002"))
+    assert out["status"] == "passed"
+
+
+def test_preflight_failed_and_refusals(module_runner, tmp_path):
+    args = {"experiment_id": "x1", "dest": str(tmp_path),
+            "requirements": [{"name": "cluster", "kind": "cluster", "required": True,
+                              "layers": ["scheduling"]}]}
+    out = module_runner(gpu_preflight.main, args)
+    assert out["status"] == "failed" and "no kubeconfig" in out["record"]["requirements"][0]["detail"]
+    out = module_runner(gpu_preflight.main, dict(args, experiment_id="../evil"))
+    assert out["failed"] and "experiment_id" in out["msg"]
+    out = module_runner(gpu_preflight.main, dict(args, experiment_id="x2", requirements=[
+        {"name": "a", "kind": "executable", "layers": ["gpu"]}]))
+    assert out["failed"] and "unknown layer" in out["msg"]
+    out = module_runner(gpu_preflight.main, dict(args, experiment_id="x3"), check_mode=True)
+    assert not out["failed"] and not os.path.exists(tmp_path / "x3.json")
