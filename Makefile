@@ -8,9 +8,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 ORACLE := .cache/containerd/usr/bin/containerd
 ORACLE2 := .cache/containerd2/containerd
+ORACLE24 := .cache/containerd24/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle oracle2 clean
+.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 clean
 
 lab: venv
 	$(BIN)/ansible-playbook lab.yml
@@ -31,8 +32,9 @@ lint: venv
 	$(BIN)/ansible-lint --profile production
 	@for f in toolchain/build.sh roles/*/files/*.sh bench/*.sh .ci/run; do bash -n "$$f" || exit 1; done
 
-unit: venv oracle oracle2
+unit: venv oracle oracle2 oracle24
 	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(CURDIR)/$(ORACLE2) \
+	  CONTAINERD24_ORACLE=$(CURDIR)/$(ORACLE24) \
 	  $(BIN)/pytest -q tests --ignore=tests/cluster
 
 # needs the control-plane binaries the lab builds (molecule's converge builds them)
@@ -71,6 +73,17 @@ oracle2: $(ORACLE2)
 $(ORACLE2): toolchain/containerd2/go.mod toolchain/containerd2/go.sum
 	mkdir -p $(dir $@)
 	cd toolchain/containerd2 && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
+	  -o $(CURDIR)/$@.tmp github.com/containerd/containerd/v2/cmd/containerd
+	mv -f $@.tmp $@
+	$@ --version
+
+# containerd 2.4.2, the third oracle: 2.3+ migrates each file to the current config version
+# before merging. Same flags as 2.2.0; a few minutes the first time.
+oracle24: $(ORACLE24)
+
+$(ORACLE24): toolchain/containerd24/go.mod toolchain/containerd24/go.sum
+	mkdir -p $(dir $@)
+	cd toolchain/containerd24 && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
 	  -o $(CURDIR)/$@.tmp github.com/containerd/containerd/v2/cmd/containerd
 	mv -f $@.tmp $@
 	$@ --version

@@ -294,6 +294,119 @@ def _near_miss(pattern):
     return ": " + "; ".join(hints) if hints else ""
 
 
+# ---------------------------------------------------------------- types
+# Where containerd decodes a key into a Go type, a TOML value of another type stops it.
+# Checked against both oracles (tests/containerd_corpus 30-37): 1.6.20 says "Can't convert
+# X(type) to T", 2.2.0 "toml: cannot decode TOML <type> into struct field ..." or panics on
+# a runtimes value that is not a table. Plugin options (runtimes.*.options) stay opaque:
+# containerd passes them to the runtime and `config dump` accepts any value there.
+_TOML_TYPE = {str: "string", bool: "boolean", int: "integer", float: "float", list: "array",
+              dict: "table"}
+_RUNTIME_KEYS = {"runtime_type": str, "runtime_path": str, "runtime_engine": str,
+                 "runtime_root": str, "privileged_without_host_devices": bool,
+                 "privileged_without_host_devices_all_devices_allowed": bool,
+                 "base_runtime_spec": str, "cni_conf_dir": str, "cni_max_conf_num": int,
+                 "snapshotter": str, "sandbox_mode": str, "sandboxer": str, "io_type": str,
+                 "pod_annotations": list, "container_annotations": list, "options": dict}
+_CONTAINERD_KEYS = {"default_runtime_name": str, "snapshotter": str, "no_pivot": bool,
+                    "disable_snapshot_annotations": bool, "discard_unpacked_layers": bool,
+                    "ignore_blockio_not_enabled_errors": bool,
+                    "ignore_rdt_not_enabled_errors": bool, "runtimes": dict,
+                    "default_runtime": dict, "untrusted_workload_runtime": dict}
+_GO_TYPE = {str: ("string", "string"), bool: ("bool", "bool"), int: ("int", "int"),
+            dict: ("a table", "map[string]toml.Tree(map)"), list: ("an array", "[]string(slice)")}
+
+
+def _kind_of(value):
+    return _TOML_TYPE.get(type(value), type(value).__name__)
+
+
+def _type_error(path, text, table, key, value, want, version, what=None):
+    dotted = format_table_path(list(table) + [key])
+    line, _ = _find_line(text, r'^\s*"?%s"?\s*=' % re.escape(key)) if key else (None, None)
+    if line is None and table:
+        line, _ = _find_line(text, re.escape(format_table_path(list(table) + [key]).split(".")[-1]))
+    expected = what or {str: "a string", bool: "a boolean (true or false)", int: "an integer",
+                        dict: "a table", list: "an array"}[want]
+    shown = value if not isinstance(value, (dict, list)) else (
+        "[%s]" % ", ".join(str(v) for v in value) if isinstance(value, list) else "{...}")
+    go_field = {"version": ("config.Config.Version", "int"), "imports": ("config.Config.Imports", "[]string"),
+                "plugins": ("config.Config.Plugins", "map[string]interface {}"),
+                "default_runtime_name": ("config.ContainerdConfig.DefaultRuntimeName", "string"),
+                "runtime_type": ("config.Runtime.Type", "string")}.get(key)
+    go_type = {str: "string", int: "int", bool: "bool", list: "[]string(slice)",
+               dict: "map[string]toml.Tree(map)"}[want]
+    if key == "runtimes" or (table[-1:] == ("runtimes",)):
+        go_type = "a slice" if isinstance(value, list) else "config.Runtime"
+    if version[0] == 1:
+        said = "Can't convert %s(%s) to %s" % (shown, {str: "string", int: "int64", float: "float64",
+                                                       bool: "bool", list: "[]interface {}",
+                                                       dict: "map"}.get(type(value), "?"), go_type)
+    elif key == "runtimes" or table[-1:] == ("runtimes",):
+        said = "panic: interface conversion: interface {} is %s, not map[string]interface {}" % (
+            {list: "[]interface {}", str: "string", int: "int64", bool: "bool", float: "float64"}
+            .get(type(value), "?"))
+    elif go_field:
+        said = "toml: cannot decode TOML %s into struct field %s of type %s" % (
+            _kind_of(value), go_field[0], go_field[1])
+    else:
+        said = "toml: cannot decode TOML %s into a %s" % (_kind_of(value), go_type)
+    fix = {str: 'write it as a quoted string, e.g. %s = "runc"' % key,
+           bool: "write true or false, without quotes",
+           int: "write a bare integer, e.g. version = 2",
+           dict: "make it a table: [%s] on a line of its own, its keys below" % dotted,
+           list: 'write an array, e.g. %s = ["/etc/containerd/conf.d/*.toml"]' % key}[want]
+    return ConfigError("%s is %s (%s) where containerd expects %s; containerd %s refuses to "
+                       "start (\"%s\")" % (dotted or key, _kind_of(value), shown, expected,
+                                      _vtext(version), said),
+                       path=path, line=line, fix=fix)
+
+
+def check_types(path, text, data, version):
+    """Raise ConfigError where containerd's own decoding of the file would fail."""
+    for key, want in (("version", int), ("imports", list), ("plugins", dict), ("root", str),
+                      ("state", str), ("oom_score", int), ("required_plugins", list),
+                      ("disabled_plugins", list)):
+        if key in data and not (isinstance(data[key], want) and not isinstance(data[key], bool)):
+            raise _type_error(path, text, (), key, data[key], want, version,
+                              "a list of file paths or globs" if key == "imports" else None)
+    for item in data.get("imports", []):
+        if not isinstance(item, str):
+            raise _type_error(path, text, (), "imports", item, str, version,
+                              "each import to be a string (a path or a glob)")
+    plugins = data.get("plugins", {})
+    for name in (CRI_V1, CRI_V2, CRI_V3_RUNTIME):
+        if name not in plugins:
+            continue
+        table = ("plugins", name)
+        cri = plugins[name]
+        if not isinstance(cri, dict):
+            raise _type_error(path, text, ("plugins",), name, cri, dict, version)
+        ctd = cri.get("containerd")
+        if ctd is None:
+            continue
+        if not isinstance(ctd, dict):
+            raise _type_error(path, text, table, "containerd", ctd, dict, version)
+        for key, want in _CONTAINERD_KEYS.items():
+            if key in ctd and (not isinstance(ctd[key], want) or isinstance(ctd[key], bool) != (want is bool)):
+                raise _type_error(path, text, table + ("containerd",), key, ctd[key], want, version,
+                                  "a table of runtimes, one [..runtimes.<name>] table each"
+                                  if key == "runtimes" else None)
+        runtimes = dict(ctd.get("runtimes") or {})
+        for key in ("default_runtime", "untrusted_workload_runtime"):
+            if isinstance(ctd.get(key), dict):
+                runtimes["<%s>" % key] = ctd[key]
+        for runtime, spec in runtimes.items():
+            where = table + ("containerd", "runtimes")
+            if not isinstance(spec, dict):
+                raise _type_error(path, text, where, runtime, spec, dict, version,
+                                  "a table [..runtimes.%s] with runtime_type and options" % runtime)
+            for key, want in _RUNTIME_KEYS.items():
+                if key in spec and (not isinstance(spec[key], want) or
+                                    isinstance(spec[key], bool) != (want is bool)):
+                    raise _type_error(path, text, where + (runtime,), key, spec[key], want, version)
+
+
 def load_all(path, version, working_dir="/"):
     """Load the main file and its imports breadth-first, as containerd does.
 
@@ -315,6 +428,7 @@ def load_all(path, version, working_dir="/"):
                 exc.fix = ("create the file or remove it from imports in %s; a missing "
                            "non-glob import stops containerd (failed to load TOML)" % parent)
             raise
+        check_types(current, text, data, version)
         try:
             _check_unquoted_plugins(current, text, data, rejected=version[0] == 1)
         except ConfigError as exc:

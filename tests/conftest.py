@@ -52,6 +52,21 @@ def containerd2_oracle():
     return path
 
 
+@pytest.fixture(scope="session")
+def containerd24_oracle():
+    """containerd 2.4.2 built from toolchain/containerd24 (make oracle24): 2.3+ migrates each
+    file before merging."""
+    import glob
+    candidates = [os.environ.get("CONTAINERD24_ORACLE"), str(ROOT / ".cache/containerd24/containerd")]
+    path = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    if path is None:
+        pytest.fail("containerd 2.4.2 not found: run `make oracle24` (builds it from "
+                    "toolchain/containerd24) or set CONTAINERD24_ORACLE")
+    if glob.glob("/etc/containerd/conf.d/*.toml"):
+        pytest.fail("/etc/containerd/conf.d/*.toml exist; containerd 2.x imports them by default")
+    return path
+
+
 @pytest.fixture
 def module_runner():
     """Run an AnsibleModule's main() with args; return (ok, result dict)."""

@@ -40,7 +40,8 @@ def test_corpus_is_big_enough():
     assert len(CASES) >= 20
 
 
-ORACLES = {"1.6.20": "containerd_oracle", "2.2.0": "containerd2_oracle"}
+ORACLES = {"1.6.20": "containerd_oracle", "2.2.0": "containerd2_oracle",
+           "2.4.2": "containerd24_oracle"}
 
 
 @pytest.mark.parametrize("case", CASES)
