@@ -67,6 +67,14 @@ options:
     description: File mode of O(dest).
     type: str
     default: "0644"
+  root:
+    description:
+      - The folder that stands for the node's C(/) - absolute paths in the config, imports
+        included, resolve under it (C(/etc/containerd/conf.d/*.toml) becomes
+        C(<root>/etc/containerd/conf.d/*.toml)); a path that already lies inside it is taken as
+        it is. For the lab folder, or a copy of a node's C(/etc) from a support bundle.
+    type: path
+    default: /
   working_dir:
     description:
       - The daemon's working directory, against which containerd before 1.6.29 / 1.7.16
@@ -204,6 +212,7 @@ def main():
             backup=dict(type="bool", default=False),
             mode=dict(type="str", default="0644"),
             working_dir=dict(type="path", default="/"),
+            root=dict(type="path", default="/"),
         ),
         mutually_exclusive=[("observed_runtimes", "observed_dump")],
         supports_check_mode=True,
@@ -212,12 +221,17 @@ def main():
     observed = params["observed_runtimes"]
     if params["observed_dump"] is not None:
         observed = runtimes_in_dump(params["observed_dump"])
+        if not observed:
+            module.fail_json(msg="observed_dump lists no runtime table ([plugins.\"io.containerd."
+                             "grpc.v1.cri\".containerd.runtimes.<name>] or the 2.x spelling): it is "
+                             "empty or not the output of `containerd config dump`; nothing was "
+                             "written. Give the node's whole dump, or observed_runtimes")
     if params["dest"] and observed is None:
         module.fail_json(msg="dest needs an observation: give observed_runtimes (what "
                          "`containerd config dump` showed on the node) or observed_dump")
     try:
         result = judge(params["path"], params["containerd_version"], observed,
-                       params["working_dir"])
+                       params["working_dir"], params["root"])
     except ConfigError as exc:
         module.fail_json(msg=str(exc), findings=[], error=dict(
             path=exc.path, line=exc.line, column=exc.column, fix=exc.fix,

@@ -113,7 +113,7 @@ created_dirs:
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import make_dirs, write_text  # noqa: E402
+from ansible.module_utils.lab_files import make_dirs, parse_mode, write_text  # noqa: E402
 
 
 def main():
@@ -132,12 +132,9 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    for entry in p["files"]:
-        try:
-            int(entry["mode"], 8)
-        except ValueError:
-            module.fail_json(msg="%s: mode %r is not an octal file mode such as \"0644\""
-                             % (entry["path"], entry["mode"]))
+    parse_mode(module, p["dir_mode"], "dir_mode")
+    for entry in p["files"]:   # every mode is checked before anything is written
+        parse_mode(module, entry["mode"], "%s: mode" % entry["path"])
     created, results, diffs = [], [], []
     for folder in p["dirs"]:
         if not os.path.isdir(folder):

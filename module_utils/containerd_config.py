@@ -252,14 +252,27 @@ class LoadedFile:
         return value if isinstance(value, int) else 0
 
 
-def _expand(parent, pattern, version, working_dir, findings):
+def under_root(path, root):
+    """A node path as this machine sees it when the node's / is `root` (a lab folder, a copy
+    of a node's /etc): absolute paths move under root, unless they already lie inside it."""
+    if not root or root == "/" or not os.path.isabs(path):
+        return path
+    root = os.path.abspath(root)
+    if path == root or path.startswith(root.rstrip("/") + "/"):
+        return path
+    return os.path.join(root, path.lstrip("/"))
+
+
+def _expand(parent, pattern, version, working_dir, findings, root="/"):
+    if os.path.isabs(pattern):
+        pattern = under_root(pattern, root)
     if "*" in pattern:
         base = pattern
         if not os.path.isabs(pattern):
             if relative_globs_follow_parent(version):
                 base = os.path.join(os.path.dirname(parent), pattern)
             else:
-                base = os.path.join(working_dir, pattern)
+                base = os.path.join(under_root(working_dir, root), pattern)
                 findings.append(
                     "import %r in %s is a relative glob: containerd %s resolves it "
                     "against the daemon's working directory (%s), not the file's folder "
@@ -407,7 +420,7 @@ def check_types(path, text, data, version):
                     raise _type_error(path, text, where + (runtime,), key, spec[key], want, version)
 
 
-def load_all(path, version, working_dir="/"):
+def load_all(path, version, working_dir="/", root="/"):
     """Load the main file and its imports breadth-first, as containerd does.
 
     Returns (files, findings); raises ConfigError where containerd would fail.
@@ -449,7 +462,7 @@ def load_all(path, version, working_dir="/"):
                 "reads no imports from it (move `imports = %s` above the first table "
                 "header)." % (current, format_table_path(table), value))
         for pattern in imports:
-            for match in _expand(current, pattern, version, working_dir, findings):
+            for match in _expand(current, pattern, version, working_dir, findings, root):
                 pending.append((match, current))
     return loaded, findings
 
@@ -639,10 +652,13 @@ def _vtext(version):
 
 
 # ---------------------------------------------------------------- judgment
-def judge(path, containerd_version="1.7", observed_runtimes=None, working_dir="/"):
+def judge(path, containerd_version="1.7", observed_runtimes=None, working_dir="/", root="/"):
     """The whole judgment the containerd_merge module returns."""
     version = parse_version(containerd_version)
-    files, findings = load_all(path, version, working_dir)
+    if root and root != "/" and not os.path.isdir(root):
+        raise ConfigError("root %s is not a folder; give the folder that stands for the node's / "
+                          "(a lab folder, or a copy of the node's /etc unpacked with its path)" % root)
+    files, findings = load_all(path, version, working_dir, root)
     main, dropins = files[0], files[1:]
     if version[0] == 1:
         predicted, default_name, cri_key, effective, more = _predict_v1(files, version)

@@ -115,13 +115,27 @@ def expect_fields(result, name, obj, wanted):
             result.fail("%s: %s must be %s (found %r)" % (name, ".".join(keys), value, have))
 
 
-def load_yaml_file(path, result, name):
+def read_text_file(path, result, name):
+    """The file's text, or None with a plain reason (missing, a folder, not UTF-8)."""
     if not os.path.isfile(path):
         result.fail("%s is missing (expected at %s)" % (name, path))
         return None
+    with open(path, "rb") as handle:
+        data = handle.read()
     try:
-        with open(path, encoding="utf-8") as handle:
-            docs = [d for d in yaml.safe_load_all(handle) if d is not None]
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        result.fail("%s is not UTF-8 text (byte 0x%02x on line %d); save it as UTF-8"
+                    % (name, data[exc.start], data[:exc.start].count(b"\n") + 1))
+        return None
+
+
+def load_yaml_file(path, result, name):
+    text = read_text_file(path, result, name)
+    if text is None:
+        return None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         result.fail("%s is not valid YAML%s: %s" % (
@@ -258,7 +272,7 @@ class Grader:
         main = self.path("etc/containerd/config.toml")
         if os.path.isfile(main):
             try:
-                judged = cc.judge(main, self.settings["containerd_version"])
+                judged = cc.judge(main, self.settings["containerd_version"], root=self.root)
                 if not any(os.path.basename(f) == "99-nvidia.toml" for f in judged["dropin_files"]):
                     r.note("the main config's imports do not pick up 99-nvidia.toml")
             except cc.ConfigError:
@@ -272,7 +286,7 @@ class Grader:
             return r
         main = self.path("etc/containerd/config.toml")
         try:
-            judged = cc.judge(main, self.settings["containerd_version"])
+            judged = cc.judge(main, self.settings["containerd_version"], root=self.root)
         except cc.ConfigError as exc:
             r.fail("merge.txt cannot be checked because the configs do not load: %s" % exc)
             return r
@@ -577,7 +591,11 @@ class Grader:
                 r.fail("toolkit-ds.yaml: must be gpu-operator/nvidia-container-toolkit")
             if str(_get(ds_file, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")) != "1":
                 r.fail("toolkit-ds.yaml: spec.updateStrategy.rollingUpdate.maxUnavailable must be 1")
-            containers = _get(ds_file, "spec", "template", "spec", "containers") or [{}]
+            containers = _get(ds_file, "spec", "template", "spec", "containers")
+            if not isinstance(containers, list) or not containers or not isinstance(containers[0], dict):
+                r.fail("toolkit-ds.yaml: spec.template.spec.containers must be a list of containers "
+                       "(- name: ..., image: ...)")
+                containers = [{}]
             if containers[0].get("image") != "nvcr.io/nvidia/k8s/container-toolkit:v1.16.2":
                 r.fail("toolkit-ds.yaml: the image must be nvcr.io/nvidia/k8s/container-toolkit:"
                        "v1.16.2 (the initial spec; the update is pushed later)")
@@ -726,7 +744,8 @@ class Grader:
                 result = getattr(self, self.STEPS[int(step)])()
             except Exception as exc:  # a check must report, not crash the grader
                 result = Result()
-                result.fail("the check itself failed: %s: %s" % (type(exc).__name__, exc))
+                result.fail("the grader could not judge this step's files (%s); check them "
+                            "against the guide and report this as a grader bug" % exc)
             out[str(step)] = result.as_dict()
         return out
 

@@ -45,10 +45,31 @@ class ConfigError(RuntimeError):
 
 
 def _named(entries, name, what, path):
-    for entry in entries or []:
+    if entries is not None and not isinstance(entries, list):
+        raise ConfigError("kubeconfig %s: %ss must be a list of {name, %s} entries, found %s"
+                          % (path, what, what, type(entries).__name__))
+    for index, entry in enumerate(entries or []):
+        if not isinstance(entry, dict):
+            raise ConfigError("kubeconfig %s: %ss[%d] must be a mapping with name and %s"
+                              % (path, what, index, what))
         if entry.get("name") == name:
-            return entry.get(what) or {}
+            found = entry.get(what) or {}
+            if not isinstance(found, dict):
+                raise ConfigError("kubeconfig %s: %s %r must be a mapping, found %s"
+                                  % (path, what, name, type(found).__name__))
+            for key, value in found.items():
+                if key in _STRING_FIELDS and value is not None and not isinstance(value, str):
+                    raise ConfigError("kubeconfig %s: %s %r field %s must be a string, found %s "
+                                      "(%r); quote it" % (path, what, name, key,
+                                                          type(value).__name__, value))
+            return found
     raise ConfigError("kubeconfig %s has no %s named %r" % (path, what, name))
+
+
+_STRING_FIELDS = {"server", "certificate-authority", "certificate-authority-data",
+                  "tls-server-name", "proxy-url", "client-certificate", "client-certificate-data",
+                  "client-key", "client-key-data", "token", "tokenFile", "username", "password",
+                  "namespace", "cluster", "user"}
 
 
 def _resolve(path, base):
@@ -97,6 +118,8 @@ def load_kubeconfig(path, context=None):
     try:
         with open(path, "r", encoding="utf-8") as handle:
             doc = yaml.safe_load(handle) or {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError("cannot load kubeconfig %s: not UTF-8 text (byte %d)" % (path, exc.start))
     except OSError as exc:
         raise ConfigError("cannot load kubeconfig %s: %s" % (path, exc.strerror or exc))
     except yaml.YAMLError as exc:
@@ -105,6 +128,8 @@ def load_kubeconfig(path, context=None):
         raise ConfigError("cannot load kubeconfig %s: not a kubeconfig mapping" % path)
     base = os.path.dirname(os.path.abspath(path))
     name = context or doc.get("current-context")
+    if name is not None and not isinstance(name, str):
+        raise ConfigError("kubeconfig %s: current-context must be a context name (a string)" % path)
     if not name:
         raise ConfigError("kubeconfig %s has no current-context; pass context" % path)
     ctx = _named(doc.get("contexts"), name, "context", path)

@@ -100,3 +100,32 @@ def test_merge_report_is_judged_against_the_trainees_own_files(tmp_path):
     (lab / "out/merge.txt").write_text((lab / "out/merge.txt").read_text().replace(
         "MAIN_RUNTIMES=runc", "MAIN_RUNTIMES=runc,kata"))
     assert Grader(str(lab)).grade([3])["3"]["passed"]
+
+
+@pytest.mark.parametrize("form", ["node", "lab"])
+def test_node_absolute_imports_resolve_under_the_lab_folder(tmp_path, form):
+    """Trainees write the node's path or the lab folder's own path; both load the drop-in."""
+    lab = lab_from(tmp_path)
+    main = lab / "etc/containerd/config.toml"
+    text = main.read_text()
+    start = text.index("imports")
+    end = text.index("\n", start)
+    target = "/etc/containerd/conf.d/*.toml" if form == "node" else "%s/etc/containerd/conf.d/*.toml" % lab
+    main.write_text(text[:start] + 'imports = ["%s"]' % target + text[end:])
+    result = Grader(str(lab)).grade([1, 2, 3])
+    for step, res in result.items():
+        assert res["passed"], (form, step, res["reasons"])
+
+
+def test_malformed_trainee_files_get_plain_reasons(tmp_path):
+    lab = lab_from(tmp_path)
+    (lab / "etc/containerd/config.toml").write_text('version = "two"\nplugins = "x"\n')
+    (lab / "k8s/time-slicing.yaml").write_bytes(b"kind: ConfigMap\ndata: \xff\xfe\n")
+    (lab / "k8s/gpu-pod.yaml").write_text("- just\n- a list\n")
+    (lab / "out/merge.txt").write_bytes(b"\x00\x01garbage")
+    result = Grader(str(lab)).grade([1, 3, 5, 7])
+    for step, res in result.items():
+        assert not res["passed"], step
+        text = " ".join(res["reasons"])
+        assert "the check itself failed" not in text and "Error:" not in text, (step, text)
+    assert "containerd" in " ".join(result["1"]["reasons"])
