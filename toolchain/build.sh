@@ -64,7 +64,9 @@ if [ "$component" = status ]; then
     fi
     echo "$c $want $state"
   done
-  if [ -d "$outdir" ] && [ -w "$outdir" ] && [ "$fresh" != "$(cat "$verified" 2>/dev/null)"$'\n' ]; then
+  # BUILD_STATUS_READ_ONLY (check mode): report only, do not remember verified binaries
+  if [ -z "${BUILD_STATUS_READ_ONLY:-}" ] && [ -d "$outdir" ] && [ -w "$outdir" ] \
+      && [ "$fresh" != "$(cat "$verified" 2>/dev/null)"$'\n' ]; then
     printf '%s' "$fresh" > "$verified.tmp" && mv -f "$verified.tmp" "$verified"
   fi
   exit 0

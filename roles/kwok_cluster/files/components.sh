@@ -33,7 +33,7 @@ scan() { # live|clear-stale DIR
     if [ -n "$pid" ] && alive "$pid"; then
       if [ "$1" = live ]; then echo "$pid"; fi
     elif [ "$1" = clear-stale ]; then
-      rm -f "$file"
+      [ -n "${COMPONENTS_READ_ONLY:-}" ] || rm -f "$file"   # check mode: report, change nothing
       basename "$file" .pid
     fi
   done
@@ -71,7 +71,7 @@ case "$cmd" in
         ready=true
       fi
       if [ -f "$kubeconfig" ] && [ "$(stat -c %a "$kubeconfig")" != 600 ]; then
-        chmod 600 "$kubeconfig"
+        [ -n "${COMPONENTS_READ_ONLY:-}" ] || chmod 600 "$kubeconfig"
         fixed=true
       fi
     fi
