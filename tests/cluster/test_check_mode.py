@@ -43,3 +43,25 @@ def test_check_mode_fresh_then_finished(tmp_path):
     finally:
         run("playbooks/teardown.yml", *extra)
     assert not cluster_dir.exists()
+
+
+def test_grader_agrees_with_the_lab_under_other_settings(tmp_path):
+    """lab.yml and grade.yml with the same non-default settings: every step passes."""
+    name = "set-" + uuid.uuid4().hex[:6]
+    extra = ["-e", "lab_root=%s" % (tmp_path / "gpuop"), "-e", "lab_cluster_name=%s" % name,
+             "-e", "lab_timeslicing_replicas=3", "-e", "lab_physical_gpus=8",
+             "-e", "lab_vram_per_gpu_gib=80", "-e", "lab_gpu_amount=2",
+             "-e", "lab_observed_runtimes=['runc']", "-e", "lab_containerd_version=1.6"]
+    try:
+        out, recap = run("lab.yml", *extra)
+        assert recap["failed"] == 0, out.stdout[-3000:]
+        slots = (tmp_path / "gpuop/out/slots.txt").read_text()
+        assert "REPLICAS=3\n" in slots and "ADVERTISED=24\n" in slots and "VRAM_PER_GPU_GIB=80\n" in slots
+        out, recap = run("playbooks/grade.yml", *extra)
+        assert recap["failed"] == 0 and "8 of 8 passed" in out.stdout, out.stdout[-3000:]
+        # and the default settings against that lab disagree, naming the setting
+        out, recap = run("playbooks/grade.yml", "-e", "lab_root=%s" % (tmp_path / "gpuop"),
+                         "-e", "lab_cluster_name=%s" % name)
+        assert recap["failed"] == 1 and "replicas must be 5 (found 3)" in out.stdout
+    finally:
+        run("playbooks/teardown.yml", *extra)
