@@ -191,10 +191,12 @@ def main():
         for step, res in results.items():
             if not res["passed"]:
                 key = step if step.isdigit() else step.replace(" ", "-")
-                res["advice"].append("the guide's section: %s#%s (in the terminal: "
+                anchor = "step-" + key if step.isdigit() else "drills"
+                res["advice"].append("the guide's section: %s#%s (中文: %s#%s; in the terminal: "
                                      "ansible-playbook playbooks/guide.yml -e step=%s)" % (
-                                         p["guide"], "step-" + key if step.isdigit() else key,
-                                         key if step.isdigit() else step.split(" ", 1)[1]))
+                                         p["guide"], anchor,
+                                         p["guide"].replace("steps.md", "steps.zh-CN.md"), anchor,
+                                         key if step.isdigit() else "drills"))
     if p["drill"]:
         if not p["drill_state_file"]:
             module.fail_json(msg="drill needs drill_state_file (where playbooks/drill.yml records "
