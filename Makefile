@@ -11,7 +11,7 @@ ORACLE2 := .cache/containerd2/containerd
 ORACLE24 := .cache/containerd24/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 clean
+.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean
 
 lab: venv
 	$(BIN)/ansible-playbook lab.yml
@@ -25,7 +25,7 @@ grade: venv
 teardown: venv
 	$(BIN)/ansible-playbook playbooks/teardown.yml
 
-test: lint unit molecule cluster-tests
+test: lint unit collection sanity molecule cluster-tests
 
 lint: venv
 	$(BIN)/yamllint -s .
@@ -87,6 +87,27 @@ $(ORACLE24): toolchain/containerd24/go.mod toolchain/containerd24/go.sum
 	  -o $(CURDIR)/$@.tmp github.com/containerd/containerd/v2/cmd/containerd
 	mv -f $@.tmp $@
 	$@ --version
+
+# The collection gpu_incident.lab, built from the same sources the lab runs (tools/build_collection.py
+# stages it under build/, ansible-galaxy packs it with its MANIFEST.json).
+COLLECTION_STAGE := build/ansible_collections/gpu_incident/lab
+collection: venv
+	rm -rf $(COLLECTION_STAGE) dist
+	$(BIN)/python tools/build_collection.py $(COLLECTION_STAGE)
+	$(BIN)/ansible-galaxy collection build $(COLLECTION_STAGE) --output-path dist --force
+
+# ansible-test sanity on what the tarball ships, unpacked outside the checkout (inside it,
+# ansible-test would list files with this repository's git, which ignores build/); no ignore
+# file. ansible-test fetches a pip bootstrap script from a site this machine cannot reach:
+# tools/get_pip_standin.py stands in for it.
+SANITY_DIR ?= $(or $(TMPDIR),/tmp)/gpu-incident-lab-sanity
+SANITY_ROOT := $(SANITY_DIR)/ansible_collections/gpu_incident/lab
+sanity: collection
+	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_ROOT)
+	tar -xzf dist/gpu_incident-lab-*.tar.gz -C $(SANITY_ROOT)
+	pip_version=$$(grep -oP "pip='\K[0-9.]+" $(VENV)/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py | head -1); \
+	  mkdir -p ~/.ansible/test/cache && cp tools/get_pip_standin.py ~/.ansible/test/cache/get_pip_$${pip_version//./_}.py
+	cd $(SANITY_ROOT) && $(CURDIR)/$(BIN)/ansible-test sanity --venv --python 3.11
 
 clean:
 	rm -rf $(VENV) .cache

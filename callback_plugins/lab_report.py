@@ -15,7 +15,7 @@ description:
     a failure as C(FAILED) and its message, without the source excerpt of the playbook. The
     play still fails and the run still exits non-zero.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 extends_documentation_fragment:
   - default_callback
   - result_format_callback

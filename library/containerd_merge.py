@@ -26,7 +26,7 @@ description:
   - With O(dest) it writes the lab's five-line C(merge.txt).
   - Runs where the files are; it reads and never changes the configs.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 options:
   path:
     description: The main containerd config, e.g. C(/etc/containerd/config.toml).
@@ -83,8 +83,10 @@ options:
     default: /
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
     details: Shows the change to O(dest).
 notes:

@@ -30,7 +30,7 @@ description:
     device-plugin, node-advertisement and scheduling layers.
   - Only reads the cluster. With O(dest) writes the report as Markdown, kept once written.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 extends_documentation_fragment: [lab_kube]
 options:
   namespace:
@@ -69,8 +69,10 @@ options:
     type: path
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
 """
 

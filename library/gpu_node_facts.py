@@ -19,7 +19,7 @@ description:
   - Only reads; C(config dump) is a separate process that re-reads the files (it shows what the
     next start loads; C(crictl info) shows what the running daemon holds).
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 options:
   nvidia_smi:
     description: The nvidia-smi command (name on PATH or a path).
@@ -42,8 +42,10 @@ options:
     default: 20
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: none
 """
 

@@ -21,7 +21,7 @@ description:
     layers, overall status and reason - written to O(dest)/<experiment_id>.json. A rerun with
     the same id keeps the first record (it is evidence) and returns it.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 options:
   experiment_id:
     description: The experiment's id; names the record.
@@ -59,9 +59,11 @@ options:
     elements: dict
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
     details: Checks everything and reports the record it would write, without writing it.
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: none
 """
 

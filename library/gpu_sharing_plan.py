@@ -31,7 +31,7 @@ description:
   - Known cards - A100-SXM4-40GB, A100-SXM4-80GB, H100-SXM5-80GB, H200-SXM5-141GB, A30-24GB
     (also with nvidia-smi's C(NVIDIA ) prefix, any case).
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 options:
   gpu_model:
     description: The card model.
@@ -64,8 +64,10 @@ options:
     default: "0644"
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
 seealso:
   - module: timeslicing_slots
@@ -113,8 +115,9 @@ gpu_model:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 from ansible.module_utils.gpu_sharing import PlanError, card, sharing_plan  # noqa: E402
+from ansible.module_utils.timeslicing import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
 from ansible.module_utils.lab_files import parse_mode, write_text  # noqa: E402
 
 
@@ -132,6 +135,8 @@ def main():
         ),
         supports_check_mode=True,
     )
+    if not HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
     p = module.params
     if p["dest"]:
         parse_mode(module, p["mode"])

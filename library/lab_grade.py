@@ -21,7 +21,7 @@ description:
   - Changes nothing. Step 4 runs the trainee's C(check-runtime.sh) twice with a fake
     C(containerd) first on PATH, in a temporary folder, as the original grader does.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 options:
   lab_root:
     description: The lab folder (the original lab's C(/root/gpuop)).
@@ -99,8 +99,10 @@ options:
     default: lab-node-1
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: none
 """
 
@@ -142,8 +144,9 @@ junit:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_checks import Grader, junit_xml, report_text  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
+from ansible.module_utils.lab_checks import (  # noqa: E402
+    HAS_YAML, YAML_IMPORT_ERROR, Grader, junit_xml, report_text)
 
 
 def main():
@@ -171,6 +174,8 @@ def main():
         ),
         supports_check_mode=True,
     )
+    if not HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
     p = module.params
     steps, problem = parse_steps(p["steps"], default=[] if p["drill"] else list(range(1, 9)))
     if problem:

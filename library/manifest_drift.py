@@ -23,7 +23,7 @@ description:
   - A field the API server rewrites on purpose (a Secret's C(stringData)) always shows as
     different; the apply then runs and decides.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 extends_documentation_fragment: [lab_kube]
 options:
   definitions:
@@ -40,9 +40,11 @@ options:
     default: default
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
     details: The module only reads.
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: none
 """
 

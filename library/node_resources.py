@@ -20,7 +20,7 @@ description:
   - On a kwok cluster the amounts stay as written; on a real node the kubelet rewrites
     capacity from what its device plugins report, so use this there only for rehearsals.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 extends_documentation_fragment: [lab_kube]
 options:
   names:
@@ -69,8 +69,10 @@ options:
     default: 120
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
     details: Shows each changed node's amounts before and after.
 """

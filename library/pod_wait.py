@@ -19,7 +19,7 @@ description:
     O(overwrite)), and the module does not wait again; it reads the Pod once so the result
     shows its state now.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 extends_documentation_fragment: [lab_kube]
 options:
   namespace:
@@ -64,9 +64,11 @@ options:
     default: "0644"
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
     details: Waits and reads as usual; does not write O(record).
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
     details: The recorded file's before and after.
 """

@@ -20,7 +20,7 @@ description:
     C(insufficient-memory)).
   - Works on any DaemonSet of any cluster; it only reads.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 extends_documentation_fragment: [lab_kube]
 options:
   namespace:
@@ -75,8 +75,10 @@ options:
     default: "0644"
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
 """
 

@@ -20,7 +20,7 @@ description:
     never rewritten once it exists, whatever it holds. With O(files[].backup) a changed file's
     old content is kept beside it (C(file.<timestamp>~)) and its path returned.
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 options:
   files:
     description: The files to write.
@@ -59,8 +59,10 @@ options:
     default: "0755"
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
     details: One before/after diff per changed file.
 """

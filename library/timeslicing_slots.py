@@ -37,7 +37,7 @@ description:
     whole GPU (isolation C(exclusive)).
   - With O(dest) writes the lab's seven-line C(slots.txt).
 version_added: "1.0.0"
-author: gpu-incident-lab contributors
+author: gpu-incident-lab contributors (@gpu-incident-lab)
 options:
   src:
     description: A ConfigMap manifest file; the config is its C(data[key]).
@@ -78,8 +78,10 @@ options:
     default: "0644"
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change without changing it.
     support: full
   diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
 notes:
   - A C(data.any) written as a YAML mapping instead of a string is reported as the lab's
@@ -203,10 +205,10 @@ plugin_message:
 
 import math  # noqa: E402
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 from ansible.module_utils.lab_files import parse_mode, read_text, write_text  # noqa: E402
 from ansible.module_utils.timeslicing import (  # noqa: E402
-    SlotsError, config_from_manifest, slot_table, slots_report)
+    HAS_YAML, YAML_IMPORT_ERROR, SlotsError, config_from_manifest, slot_table, slots_report)
 
 
 def main():
@@ -227,6 +229,8 @@ def main():
         mutually_exclusive=[("src", "config")],
         supports_check_mode=True,
     )
+    if not HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
     p = module.params
     if p["dest"]:
         parse_mode(module, p["mode"])

@@ -336,9 +336,10 @@ def _kind_of(value):
 
 def _type_error(path, text, table, key, value, want, version, what=None):
     dotted = format_table_path(list(table) + [key])
-    line, _ = _find_line(text, r'^\s*"?%s"?\s*=' % re.escape(key)) if key else (None, None)
+    line = _find_line(text, r'^\s*"?%s"?\s*=' % re.escape(key))[0] if key else None
     if line is None and table:
-        line, _ = _find_line(text, re.escape(format_table_path(list(table) + [key]).split(".")[-1]))
+        last = format_table_path(list(table) + [key]).rsplit(".", maxsplit=1)[-1]
+        line = _find_line(text, re.escape(last))[0]
     expected = what or {str: "a string", bool: "a boolean (true or false)", int: "an integer",
                         dict: "a table", list: "an array"}[want]
     shown = value if not isinstance(value, (dict, list)) else (
@@ -369,10 +370,9 @@ def _type_error(path, text, table, key, value, want, version, what=None):
            int: "write a bare integer, e.g. version = 2",
            dict: "make it a table: [%s] on a line of its own, its keys below" % dotted,
            list: 'write an array, e.g. %s = ["/etc/containerd/conf.d/*.toml"]' % key}[want]
-    return ConfigError("%s is %s (%s) where containerd expects %s; containerd %s refuses to "
-                       "start (\"%s\")" % (dotted or key, _kind_of(value), shown, expected,
-                                      _vtext(version), said),
-                       path=path, line=line, fix=fix)
+    text = "%s is %s (%s) where containerd expects %s; containerd %s refuses to start (\"%s\")" % (
+        dotted or key, _kind_of(value), shown, expected, _vtext(version), said)
+    return ConfigError(text, path=path, line=line, fix=fix)
 
 
 def check_types(path, text, data, version):
@@ -453,7 +453,7 @@ def load_all(path, version, working_dir="/", root="/"):
         seen.add(current)
         imports = data.get("imports", [])
         if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
-            line, _ = _find_line(text, r"^\s*imports\s*=")
+            line = _find_line(text, r"^\s*imports\s*=")[0]
             raise ConfigError("imports must be an array of strings", path=current, line=line,
                               fix='write imports = ["/etc/containerd/conf.d/*.toml"]')
         for table, value in _nested_imports(data):
@@ -501,7 +501,7 @@ def _predict_v1(files, version):
     effective = _effective_version(files)
     if effective > 2 and rejects_version_3(version):
         last = [f for f in files if f.version == effective][-1]
-        line, _ = _find_line(last.text, r"^\s*version\s*=")
+        line = _find_line(last.text, r"^\s*version\s*=")[0]
         raise ConfigError("unsupported config version %d: containerd %s reads versions 1 and 2"
                           % (effective, _vtext(version)), path=last.path, line=line,
                           fix="write version = 2 (version 3 is containerd 2.x's format)")

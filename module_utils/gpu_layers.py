@@ -17,7 +17,7 @@ container-runtime layers. The cluster decides the rest.
 
 import re
 
-from ansible.module_utils.lab_kube import KubeError, condition, parse_quantity
+from ansible.module_utils.lab_kube import condition, parse_quantity
 
 LAYERS = ["driver", "container-runtime", "device-plugin", "node-advertisement", "scheduling",
           "workload"]
@@ -471,14 +471,14 @@ class Diagnosis(object):
                                     if node_admits(pod, obj, use_affinity=False))
                 how = ("no node satisfies its required node affinity; judged on the nodes its "
                        "nodeSelector admits")
-            preface.append(_ev("Pending Pod: nodes %s" % how.split(";")[0],
+            preface.append(_ev("Pending Pod: nodes %s" % how.split(";", maxsplit=1)[0],
                                ", ".join(candidates[:20]) or "none"))
             if how.startswith("no node"):
                 preface.append(_ev("note", how))
             if not candidates:
+                selector = (pod.get("spec") or {}).get("nodeSelector")
                 raise DiagnoseError("Pod %s/%s is Pending and its nodeSelector admits no node of "
-                                    "the cluster (%s)" % (namespace, pod_name, (pod.get("spec") or {}
-                                                                               ).get("nodeSelector")))
+                                    "the cluster (%s)" % (namespace, pod_name, selector))
         else:
             raise DiagnoseError("give a pod (with namespace) or a node to diagnose")
         best = None
@@ -546,8 +546,8 @@ def markdown(result, resource):
                  result["node"], result["first_broken"] or "none"), "",
              "| layer | status | next |", "|---|---|---|"]
     for layer in result["layers"]:
-        lines.append("| %s | %s | %s |" % (layer["layer"], layer["status"],
-                                            layer["next"].replace("|", "/")))
+        cells = (layer["layer"], layer["status"], layer["next"].replace("|", "/"))
+        lines.append("| %s | %s | %s |" % cells)
     lines.append("")
     for layer in result["layers"]:
         lines.append("## %s: %s" % (layer["layer"], layer["status"]))

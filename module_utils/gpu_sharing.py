@@ -131,7 +131,7 @@ def place(spec, layout):
     for profile, count in layout.items():
         if count > profiles[profile]["max_instances"]:
             return None, profile
-    instances = sorted((p for p, n in layout.items() for _ in range(n)),
+    instances = sorted((p for p, n in layout.items() for dummy in range(n)),
                        key=lambda p: (-profiles[p]["placements"][0][1], -profiles[p]["slices"], p))
     used_compute = sum(profiles[p]["slices"] for p in instances)
     if used_compute > spec["compute_slices"]:

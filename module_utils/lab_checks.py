@@ -18,7 +18,14 @@ import shutil
 import subprocess
 import tempfile
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:  # the modules that need it fail with missing_required_lib
+    import traceback
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
 
 from ansible.module_utils import containerd_config as cc
 from ansible.module_utils import gpu_layers as gd
@@ -202,8 +209,8 @@ class Grader:
             cc._check_unquoted_plugins(path, text, data)
         except cc.ConfigError as exc:
             if exc.mistake == "unquoted-dotted-table":
-                result.fail("%s line %s: %s - %s" % (name, exc.line, (exc.message.split(":")[0]),
-                                                      MISTAKE_1))
+                first = exc.message.split(":")[0]
+                result.fail("%s line %s: %s - %s" % (name, exc.line, first, MISTAKE_1))
             else:
                 result.fail("%s: %s" % (name, exc))
             return None
@@ -340,6 +347,7 @@ class Grader:
                "LANG": "C.UTF-8"}
         try:
             done = subprocess.run([script], env=env, cwd=workdir, capture_output=True, text=True,
+                                  check=False,
                                   timeout=self.settings["script_timeout"])
             return done.returncode, (done.stderr or done.stdout).strip()[-300:]
         except subprocess.TimeoutExpired:
@@ -382,7 +390,7 @@ class Grader:
             if with_nvidia != 0:
                 r.fail("check-runtime.sh fails (exit %s) on a dump that has "
                        "containerd.runtimes.nvidia: %s" % (with_nvidia, why or "no message"))
-            lookalike, _ = self._run_with_fake(script, ["runc", "nvidia-cdi", "nvidia-legacy"], workdir)
+            lookalike, dummy = self._run_with_fake(script, ["runc", "nvidia-cdi", "nvidia-legacy"], workdir)
             if lookalike == 0:
                 r.note("check-runtime.sh also passes when only nvidia-cdi / nvidia-legacy are "
                        "loaded: match the table header [..runtimes.nvidia] followed by ] or .")
@@ -690,9 +698,9 @@ class Grader:
                    "-e drill=%s` first" % (state_file, getattr(exc, "strerror", None) or exc, name))
             return r
         if state.get("drill") != name:
+            in_place = state.get("drill") or "none"
             r.fail("drill %s is not the one in place (in place: %s); run `ansible-playbook "
-                   "playbooks/drill.yml -e drill=%s` first" % (name, state.get("drill") or "none",
-                                                              name))
+                   "playbooks/drill.yml -e drill=%s` first" % (name, in_place, name))
             return r
         answer = read_kv(self.path("drills", name + ".txt"), ["LAYER", "EVIDENCE"], r,
                          "drills/%s.txt" % name)

@@ -15,7 +15,14 @@ quotes the plugin's own message chain as its log would show it.
 import math
 import re
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:  # the modules that need it fail with missing_required_lib
+    import traceback
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
 
 DEFAULT_RESOURCE = "nvidia.com/gpu"
 PLUGIN_VERSION = "v0.20.0"
@@ -133,22 +140,27 @@ def _line_of(text, key):
 # ---------------------------------------------------------------------------------------
 # Reading the config as the plugin does: go-yaml v2 (YAML 1.1) -> JSON -> encoding/json.
 
-class _GoYamlLoader(yaml.SafeLoader):
+_LOADER = []
+
+
+def _go_yaml_loader():
     """PyYAML tuned to go-yaml v2's YAML 1.1: y/n are booleans, timestamps stay strings."""
+    if not _LOADER:
+        class GoYamlLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
+            pass
 
-
-_GoYamlLoader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()}
-_GoYamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+        GoYamlLoader.yaml_implicit_resolvers = {
+            k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+            for k, v in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()}
+        GoYamlLoader.add_implicit_resolver(
+            "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+        GoYamlLoader.add_constructor("tag:yaml.org,2002:bool", _go_bool)
+        _LOADER.append(GoYamlLoader)
+    return _LOADER[0]
 
 
 def _go_bool(loader, node):
     return node.value in ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")
-
-
-_GoYamlLoader.add_constructor("tag:yaml.org,2002:bool", _go_bool)
 
 
 def _to_json(value):
@@ -347,7 +359,7 @@ def _field(obj, name):
 def parse_config(config_text):
     """The plugin's parseConfigFrom + NewConfig's MPS default: a dict, or PluginRefusal."""
     try:
-        docs = list(yaml.load_all(config_text, Loader=_GoYamlLoader))  # nosec - SafeLoader
+        docs = list(yaml.load_all(config_text, Loader=_go_yaml_loader()))  # nosec - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
