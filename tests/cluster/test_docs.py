@@ -56,3 +56,33 @@ def test_the_guide_runs_as_printed_and_passes_the_grader(tmp_path):
         assert graded.returncode == 0 and "8 of 8 passed" in graded.stdout, graded.stdout[-3000:]
     finally:
         run_script("source .venv/bin/activate\nansible-playbook playbooks/teardown.yml", home)
+
+
+def test_the_readme_runs_as_printed(tmp_path):
+    """The README's shell commands in order (`make test` is what CI itself runs), then each
+    YAML example marked "runs as printed", from a folder outside the checkout, with the
+    collection the README just installed."""
+    home = tmp_path / "home"
+    home.mkdir()
+    script = "\n".join(b for b in blocks("README.md") if "make test" not in b)
+    try:
+        out = run_script(script, home)
+        assert out.returncode == 0, ("the README's commands failed:\n" + out.stdout[-4000:]
+                                     + out.stderr[-3000:])
+        assert "8 of 8 passed" in out.stdout and "status: skipped" in out.stdout
+        assert "renameByDefault" in out.stdout            # ansible-doc of the installed collection
+        examples = [b for b in blocks("README.md", "yaml") if b.startswith("# runs as printed")]
+        assert len(examples) >= 3
+        outside = tmp_path / "ops"
+        outside.mkdir()
+        for index, example in enumerate(examples):
+            (outside / ("example%d.yml" % index)).write_text(example)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+            env.update(HOME=str(home), XDG_CACHE_HOME=CACHE, ANSIBLE_FORCE_COLOR="0",
+                       PATH=str(ROOT / ".venv/bin") + ":" + env["PATH"])
+            run = subprocess.run(["ansible-playbook", "-i", "localhost,", "example%d.yml" % index],
+                                 cwd=outside, env=env, capture_output=True, text=True, timeout=300)
+            assert run.returncode == 0 and "failed=0" in run.stdout, example + run.stdout[-3000:]
+            assert "WARNING" not in run.stdout + run.stderr, run.stderr[-2000:]
+    finally:
+        run_script("source .venv/bin/activate\nansible-playbook playbooks/teardown.yml", home)
