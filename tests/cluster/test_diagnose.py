@@ -251,3 +251,59 @@ def test_driver_guard_policy_is_enforced_by_the_api_server(kube, world):
     assert "must carry a required node affinity" in str(error) and DRIVER in str(error)
     kube.create("/api/v1/namespaces/%s/pods" % guarded_ns, pod("guarded", True))
     kube.create("/api/v1/namespaces/%s/pods" % world.ns, pod("unguarded-elsewhere", False))
+
+
+def test_node_side_roles_feed_the_diagnosis(tmp_path, cluster, world):
+    """gpu_node_facts on the node hosts, gpu_diagnosis on the controller - the SSH-inventory
+    play of the README, with the node reached by a local connection and fake tools."""
+    import os
+    import subprocess
+    import sys
+    pod = world.pod("via-roles")
+    wait("via-roles Running", lambda: world.kube.get(
+        "/api/v1/namespaces/%s/pods/via-roles" % world.ns)["status"].get("phase") == "Running")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "nvidia-smi").write_text("#!/bin/sh\necho 550.54.15\n")
+    (tools / "containerd").write_text(
+        "#!/bin/sh\necho '[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]'\n")
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    (tmp_path / "inventory.yml").write_text(
+        "all:\n  children:\n    gpu_nodes:\n      hosts:\n        %s:\n          ansible_connection: local\n"
+        "          ansible_python_interpreter: %s\n" % (world.node, sys.executable))
+    (tmp_path / "site.yml").write_text("""
+- hosts: gpu_nodes
+  gather_facts: false
+  roles:
+    - role: gpu_node_facts
+      vars:
+        gpu_node_facts_nvidia_smi: {tools}/nvidia-smi
+        gpu_node_facts_containerd: {tools}/containerd
+        gpu_node_facts_socket_dir: {tmp}/no-such-dir
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: {python}
+  roles:
+    - role: gpu_diagnosis
+      vars:
+        gpu_diagnosis_kubeconfig: {kubeconfig}
+        gpu_diagnosis_namespace: {ns}
+        gpu_diagnosis_pod: {pod}
+        gpu_diagnosis_node_hosts: "{{{{ groups['gpu_nodes'] }}}}"
+        gpu_diagnosis_dest: {tmp}/report.md
+        gpu_diagnosis_fail_on_broken: true
+""".format(tools=tools, tmp=tmp_path, python=sys.executable, kubeconfig=cluster, ns=world.ns,
+           pod=pod))
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0")
+    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                          "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "site.yml")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    # containerd on the "node" has only runc: the play fails at the runtime layer, with the report
+    assert out.returncode != 0, out.stdout[-3000:]
+    report = (tmp_path / "report.md").read_text()
+    assert "First broken layer: **container-runtime**" in report
+    assert "node_facts[%s].runtimes_loaded (containerd config dump): ['runc']" % world.node in report
+    assert "broken at container-runtime on %s" % world.node in out.stdout, out.stdout[-1500:]
