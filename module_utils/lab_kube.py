@@ -229,11 +229,14 @@ class Kube(object):
                 response = self._conn.getresponse()
                 raw = response.read()
                 break
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError,
+                    ssl.SSLEOFError, ssl.SSLZeroReturnError) as exc:
+                # the server closed a kept-alive connection (idle timeout): reconnect once
                 self._conn.close()
                 self._conn = None
                 if attempt == 2:
-                    raise
+                    raise KubeError(None, "cannot reach the API server %s (kubeconfig %s): %s"
+                                    % (self.conf["server"], self.kubeconfig, exc))
             except (OSError, http.client.HTTPException) as exc:
                 self._conn.close()
                 self._conn = None

@@ -137,3 +137,44 @@ def test_no_kubernetes_package_needed():
             % os.path.join(root, "module_utils"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_kept_alive_connection_the_server_closed_is_reopened(tmp_path, monkeypatch):
+    """An API server closes idle connections; the next request reconnects once instead of
+    failing with the TLS layer's 'EOF occurred in violation of protocol'."""
+    import ssl
+
+    class Response:
+        status, reason = 200, "OK"
+
+        def read(self):
+            return b'{"ok": true}'
+
+    class Conn:
+        def __init__(self, fail):
+            self.fail = fail
+
+        def request(self, *args, **kwargs):
+            if self.fail:
+                raise ssl.SSLEOFError(8, "EOF occurred in violation of protocol")
+
+        def getresponse(self):
+            return Response()
+
+        def close(self):
+            pass
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1",
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    kube = lab_kube.Kube(str(path))
+    made = []
+    monkeypatch.setattr(kube, "_connect", lambda: made.append(1) or Conn(fail=len(made) == 1))
+    assert kube.get("/version") == {"ok": True} and len(made) == 2
+    monkeypatch.setattr(kube, "_connect", lambda: Conn(fail=True))
+    kube._conn = None
+    with pytest.raises(lab_kube.KubeError, match="cannot reach the API server"):
+        kube.get("/version")
