@@ -5,7 +5,8 @@
 #   time of a second full lab.yml run (no-op) and its changed count
 #   peak resident memory of the control plane after the nodes and after step 8
 #   the same N nodes made by bare kwokctl + one kubectl apply, as the reference
-#   BENCH_SIZES="3 100 500 1000" bench/fleet.sh
+#   BENCH_SIZES="3 100 500 1000" BENCH_RUNS=3 bench/fleet.sh
+# Each size runs BENCH_RUNS times (default 3); a cell shows the median and [min-max].
 # Uses its own cluster and lab folder (gpu-incident-lab-fleet), never the trainee's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +20,14 @@ changed() { changed_in "$log"; }
 rss_mb() { peak_rss_mb $name; }
 teardown() { quiet ansible-playbook -e lab_cluster_name=$name -e lab_root=$root playbooks/teardown.yml; rm -rf "$root"; }
 
+runs=${BENCH_RUNS:-3}
+spread() { # values... -> "median [min-max]"
+  printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {m=v[int((NR+1)/2)]; if (NR>1) printf "%s [%s-%s]", m, v[1], v[NR]; else printf "%s", m}'
+}
 rows=()
 for n in $sizes; do
+ R=(); B=(); S=(); E=(); M1=(); M2=(); C=""; report=""
+ for ((run = 1; run <= runs; run++)); do
   play=(ansible-playbook -e lab_cluster_name=$name -e lab_root=$root -e lab_node_count="$n")
   teardown
   t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
@@ -28,7 +35,8 @@ for n in $sizes; do
   t0=$(now); quiet "${play[@]}" playbooks/cluster-steps.yml; t1=$(now)
   steps=$(secs "$t0" "$t1"); rss_steps=$(rss_mb)
   report=$(tr '\n' ' ' < "$root/out/rollout.txt")
-  quiet "${play[@]}" playbooks/node-steps.yml   # steps 1-4 too, so the rerun below is a no-op
+  quiet "${play[@]}" playbooks/node-steps.yml   # steps 1-4 and the guard too, so the rerun below is a no-op
+  quiet "${play[@]}" playbooks/guard.yml
   t0=$(now); quiet "${play[@]}" lab.yml; t1=$(now)
   rerun=$(secs "$t0" "$t1"); rerun_changed=$(changed)
   teardown
@@ -41,12 +49,15 @@ for n in $sizes; do
   quiet "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout=300s
   t1=$(now); bare=$(secs "$t0" "$t1")
   teardown
-  rows+=("| $n | $ready | $bare | $steps | $rerun ($rerun_changed) | $rss_nodes | $rss_steps | $report |")
-  printf '  N=%s ready %ss (bare %ss) steps 5-8 %ss rerun %ss %s rss %s/%s MB\n' \
-    "$n" "$ready" "$bare" "$steps" "$rerun" "$rerun_changed" "$rss_nodes" "$rss_steps" >&2
+  R+=("$ready"); B+=("$bare"); S+=("$steps"); E+=("$rerun"); M1+=("$rss_nodes"); M2+=("$rss_steps")
+  C+="${C:+ }$rerun_changed"
+  printf '  N=%s run %s: ready %ss (bare %ss) steps 5-8 %ss rerun %ss %s rss %s/%s MB %s\n' \
+    "$n" "$run" "$ready" "$bare" "$steps" "$rerun" "$rerun_changed" "$rss_nodes" "$rss_steps" "$report" >&2
+ done
+ rows+=("| $n | $(spread "${R[@]}") | $(spread "${B[@]}") | $(spread "${S[@]}") | $(spread "${E[@]}") ($(printf '%s\n' $C | sort -u | paste -sd/ -)) | $(spread "${M1[@]}") | $(spread "${M2[@]}") | $report |")
 done
 
-echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%Y-%m-%d)"
+echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%Y-%m-%d); $runs run(s) per size: median [min-max]"
 echo
 echo "| nodes | lab: no cluster -> N Ready (s) | bare kwokctl + kubectl apply (s) | steps 5-8 (s) | lab.yml rerun (s) | control plane MB after nodes | after step 8 | rollout.txt |"
 echo "|---|---|---|---|---|---|---|---|"
