@@ -5,15 +5,16 @@
 #   time of a second full lab.yml run (no-op) and its changed count
 #   peak resident memory of the control plane after the nodes and after step 8
 #   the same N nodes made by bare kwokctl + one kubectl apply, as the reference
-#   BENCH_SIZES="3 100 500 1000" BENCH_RUNS=3 bench/fleet.sh
-# Each size runs BENCH_RUNS times (default 3); a cell shows the median and [min-max].
+#   BENCH_SIZES="3 100 1000 5000" BENCH_RUNS=3 BENCH_BARE_RUNS=1 bench/fleet.sh
+# Each size runs BENCH_RUNS times (default 3); a cell shows the median and [min-max]. The
+# bare reference runs in the first BENCH_BARE_RUNS of them (default: all).
 # Uses its own cluster and lab folder (gpu-incident-lab-fleet), never the trainee's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ANSIBLE_FORCE_COLOR=0
 . bench/lib.sh
 bench_cluster gpu-incident-lab-fleet
-sizes=${BENCH_SIZES:-3 100 500 1000}
+sizes=${BENCH_SIZES:-3 100 1000 5000}
 log=/tmp/bench-fleet-step.log
 quiet() { quiet_to "$log" "$@"; }
 changed() { changed_in "$log"; }
@@ -21,9 +22,7 @@ rss_mb() { peak_rss_mb $name; }
 teardown() { quiet ansible-playbook -e lab_cluster_name=$name -e lab_root=$root playbooks/teardown.yml; rm -rf "$root"; }
 
 runs=${BENCH_RUNS:-3}
-spread() { # values... -> "median [min-max]"
-  printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {m=v[int((NR+1)/2)]; if (NR>1) printf "%s [%s-%s]", m, v[1], v[NR]; else printf "%s", m}'
-}
+bare_runs=${BENCH_BARE_RUNS:-$runs}   # the bare reference at 5000 nodes takes minutes: BENCH_BARE_RUNS=1
 rows=()
 for n in $sizes; do
  R=(); B=(); S=(); E=(); M1=(); M2=(); C=""; report=""
@@ -40,16 +39,19 @@ for n in $sizes; do
   t0=$(now); quiet "${play[@]}" lab.yml; t1=$(now)
   rerun=$(secs "$t0" "$t1"); rerun_changed=$(changed)
   teardown
-  t0=$(now)
-  quiet bare_cluster "$bin" $name
-  for ((i = 0; i < n; i++)); do
-    printf -- '---\napiVersion: v1\nkind: Node\nmetadata: {name: lab-node-%d, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}\nstatus: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}\n' "$i"
-  done > /tmp/bench-fleet-nodes.yaml
-  quiet "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f /tmp/bench-fleet-nodes.yaml
-  quiet "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout=300s
-  t1=$(now); bare=$(secs "$t0" "$t1")
-  teardown
-  R+=("$ready"); B+=("$bare"); S+=("$steps"); E+=("$rerun"); M1+=("$rss_nodes"); M2+=("$rss_steps")
+  bare="-"
+  if ((run <= bare_runs)); then
+    t0=$(now)
+    quiet bare_cluster "$bin" $name
+    for ((i = 0; i < n; i++)); do
+      printf -- '---\napiVersion: v1\nkind: Node\nmetadata: {name: lab-node-%d, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}\nstatus: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}\n' "$i"
+    done > /tmp/bench-fleet-nodes.yaml
+    quiet "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f /tmp/bench-fleet-nodes.yaml
+    quiet "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout=900s
+    t1=$(now); bare=$(secs "$t0" "$t1"); B+=("$bare")
+    teardown
+  fi
+  R+=("$ready"); S+=("$steps"); E+=("$rerun"); M1+=("$rss_nodes"); M2+=("$rss_steps")
   C+="${C:+ }$rerun_changed"
   printf '  N=%s run %s: ready %ss (bare %ss) steps 5-8 %ss rerun %ss %s rss %s/%s MB %s\n' \
     "$n" "$run" "$ready" "$bare" "$steps" "$rerun" "$rerun_changed" "$rss_nodes" "$rss_steps" "$report" >&2

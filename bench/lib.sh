@@ -14,6 +14,11 @@ bench_cluster() {
 
 now() { date +%s.%N; }
 
+# spread VALUES...: "median [min-max]" (just the value for one)
+spread() {
+  printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {m=v[int((NR+1)/2)]; if (NR>1) printf "%s [%s-%s]", m, v[1], v[NR]; else printf "%s", m}'
+}
+
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 # quiet LOG CMD...: run CMD with its output in LOG; on failure show the tail and stop.

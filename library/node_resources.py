@@ -53,14 +53,33 @@ options:
       - C(fail) stops with the names of the missing nodes.
       - C(report) changes the nodes that exist, returns the others in RV(missing), and waits
         for nothing (create them, then call again).
+      - C(create) creates them from O(template) (a fake node for kwok, say), with the amounts
+        of O(resources) already in their status, and then treats them like the others.
+        Creation is the one thing this module does to a node outside its status.
     type: str
-    choices: [fail, report]
+    choices: [fail, report, create]
     default: fail
+  template:
+    description:
+      - With O(missing=create), the Node every missing node is made from. The module sets
+        C(metadata.name) and the label C(kubernetes.io/hostname) to the node's name (what a
+        kubelet registers), C(apiVersion) v1 and C(kind) Node, and puts O(resources) into
+        the status fields named in O(fields).
+      - A Node's status is kept on creation (a kubelet registers its node with it), so a kwok
+        node is created with its capacity in one call.
+    type: dict
+  workers:
+    description:
+      - Connections to the API server used at once for creating and patching many nodes. A
+        fleet of thousands is bound by round trips; more than the API server can serve
+        only queues. C(1) makes one call after the other.
+    type: int
+    default: 8
   wait_ready:
     description:
       - After setting the amounts, wait until every node in O(names) has condition C(Ready)
-        C(True), polling once a second, at most O(wait_timeout) seconds; then fail naming the
-        nodes that are not Ready.
+        C(True) - one list, then a watch, so a fleet is not listed over and over - at most
+        O(wait_timeout) seconds; then fail naming the nodes that are not Ready.
     type: bool
     default: false
   wait_timeout:
@@ -100,6 +119,18 @@ EXAMPLES = r"""
     wait_ready: true
   register: shaped
 
+- name: Create the fake nodes that are missing (kwok), shape all, wait until all are Ready
+  node_resources:
+    kubeconfig: "{{ kubeconfig }}"
+    names: "{{ range(1000) | map('string') | map('regex_replace', '^', 'lab-node-') | list }}"
+    resources: {cpu: "8", memory: 32Gi, pods: "110"}
+    missing: create
+    template:
+      metadata:
+        annotations: {kwok.x-k8s.io/node: fake}
+        labels: {type: kwok}
+    wait_ready: true
+
 - name: Take the GPUs away again (the driver vanished after a kernel update)
   node_resources:
     kubeconfig: "{{ kubeconfig }}"
@@ -121,7 +152,9 @@ nodes:
   type: dict
   sample: {"lab-node-0": {"capacity": {"nvidia.com/gpu": {"before": null, "after": "4"}}}}
 missing:
-  description: Names in O(names) that are not nodes of the cluster (only with O(missing=report)).
+  description:
+    - Names in O(names) that are not nodes of the cluster (only with O(missing=report)); with
+      O(missing=create), the ones check mode would create.
   returned: success
   type: list
   elements: str
@@ -136,6 +169,12 @@ cluster_nodes:
   elements: dict
   sample: [{"name": "lab-node-0", "labels": {"type": "kwok"},
             "capacity": {"nvidia.com/gpu": "4"}, "allocatable": {"nvidia.com/gpu": "4"}}]
+created:
+  description: Names of the nodes created (or, in check mode, that would be) with O(missing=create).
+  returned: success
+  type: list
+  elements: str
+  sample: [lab-node-2]
 not_ready:
   description: Nodes of O(names) without condition Ready=True at the end (with O(wait_ready)).
   returned: success
@@ -149,6 +188,7 @@ waited:
   sample: 0.0
 """
 
+import copy  # noqa: E402
 import re  # noqa: E402
 import time  # noqa: E402
 
@@ -197,6 +237,81 @@ def summary(node, resources):
             "allocatable": {r: (status.get("allocatable") or {}).get(r) for r in resources}}
 
 
+def node_body(template, name, resources, fields):
+    """The Node to create: the template with the name, hostname label and amounts set."""
+    body = copy.deepcopy(template)
+    body["apiVersion"], body["kind"] = "v1", "Node"
+    metadata = body.setdefault("metadata", {})
+    metadata["name"] = name
+    metadata.setdefault("labels", {})["kubernetes.io/hostname"] = name
+    status = body.setdefault("status", {})
+    for field in fields:
+        status.setdefault(field, {}).update(resources)
+    return body
+
+
+def is_ready(node):
+    return condition(node, "Ready").get("status") == "True"
+
+
+def wait_ready(kube, names, existing, timeout, clock=time.monotonic):
+    """Wait until every node of `names` is Ready: one list, then a watch from its version
+    (events only for what changes - a fleet of thousands is not listed again and again).
+    Updates `existing`; returns (names still not Ready, seconds waited)."""
+    start = clock()
+    pending = [n for n in names if not is_ready(existing.get(n) or {})]
+    version = None
+    while pending and clock() - start < timeout:
+        if version is None:  # (re)list: at the start, and when the watch's version is gone
+            nodes, version = kube.listing("/api/v1/nodes")
+            existing.update((node["metadata"]["name"], node) for node in nodes)
+            pending = [n for n in pending if not is_ready(existing.get(n) or {})]
+            continue
+        waiting = set(pending)
+        events = kube.watch("/api/v1/nodes", version, min(60, timeout - (clock() - start)))
+        try:
+            for kind, node in events:
+                version = (node.get("metadata") or {}).get("resourceVersion") or version
+                if kind in ("ADDED", "MODIFIED"):
+                    name = node["metadata"]["name"]
+                    existing[name] = node
+                    if name in waiting and is_ready(node):
+                        waiting.discard(name)
+                if not waiting or clock() - start >= timeout:
+                    break
+        except KubeError as exc:
+            if exc.status != 410:
+                raise
+            version = None  # too old to watch from: list again
+        finally:
+            events.close()
+        pending = [n for n in pending if n in waiting]
+    return pending, round(clock() - start, 1)
+
+
+def check_template(module, template):
+    """A template the API server would take as a Node, or a plain refusal naming the field."""
+    if template is None:
+        module.fail_json(msg="missing=create needs template: the Node each missing node is "
+                             "made from (at least {metadata: {annotations: {kwok.x-k8s.io/node: fake}}} "
+                             "for a kwok node)")
+    if template.get("kind", "Node") != "Node" or template.get("apiVersion", "v1") != "v1":
+        module.fail_json(msg="template is a %s %s; it must be a Node (apiVersion v1), or leave "
+                             "kind and apiVersion out" % (template.get("apiVersion"), template.get("kind")))
+    for key in ("metadata", "spec", "status"):
+        if not isinstance(template.get(key, {}), dict):
+            module.fail_json(msg="template.%s is a %s; it must be a mapping"
+                                 % (key, type(template[key]).__name__))
+    metadata = template.get("metadata") or {}
+    for key in ("labels", "annotations"):
+        value = metadata.get(key, {})
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            module.fail_json(msg="template.metadata.%s must map names to strings (quote numbers "
+                                 "and booleans: \"true\")" % key)
+    if "name" in metadata or "generateName" in metadata:
+        module.fail_json(msg="template.metadata names no node: the module names each one from names")
+
+
 def main():
     argument_spec = dict(KUBE_ARGS)
     argument_spec.update(
@@ -205,7 +320,9 @@ def main():
         fields=dict(type="list", elements="str", choices=["capacity", "allocatable"],
                     default=["capacity", "allocatable"]),
         state=dict(type="str", choices=["present", "absent"], default="present"),
-        missing=dict(type="str", choices=["fail", "report"], default="fail"),
+        missing=dict(type="str", choices=["fail", "report", "create"], default="fail"),
+        template=dict(type="dict"),
+        workers=dict(type="int", default=8),
         wait_ready=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=120),
     )
@@ -215,6 +332,14 @@ def main():
     if not resources:
         module.fail_json(msg="resources is empty; name at least one resource")
     validate(module, resources, params["state"])
+    if params["workers"] < 1:
+        module.fail_json(msg="workers is %d; it must be 1 or more" % params["workers"])
+    creating = params["missing"] == "create"
+    if creating:
+        check_template(module, params["template"])
+        if params["state"] == "absent":
+            module.fail_json(msg="missing=create makes nodes with resources; it does not go with "
+                                 "state=absent")
     try:
         kube = client(params["kubeconfig"], params["context"])
         existing = {node["metadata"]["name"]: node for node in kube.items("/api/v1/nodes")}
@@ -223,15 +348,40 @@ def main():
     except KubeError as exc:
         module.fail_json(msg="cannot list nodes: %s" % exc)
 
-    missing = [name for name in params["names"] if name not in existing]
+    names = list(dict.fromkeys(params["names"]))
+    missing = [name for name in names if name not in existing]
     if missing and params["missing"] == "fail":
         module.fail_json(msg="node(s) %s not found; the cluster has %d node(s)%s"
                          % (", ".join(missing), len(existing),
                             (": " + ", ".join(sorted(existing)[:10])) if existing else ""))
 
-    report, changed_nodes, before_text, after_text = {}, [], [], []
-    for name in params["names"]:
-        if name in missing:
+    created = []
+    if creating and missing:
+        if module.check_mode:
+            created = list(missing)
+        else:
+            bodies = {name: node_body(params["template"], name, resources, params["fields"])
+                      for name in missing}
+            done = kube.each(lambda k, name: k.create("/api/v1/nodes", bodies[name]), missing,
+                             params["workers"])
+            failed = []
+            for name, answer, error in done:
+                if error is None:
+                    existing[name] = answer
+                    created.append(name)
+                elif error.status == 409:  # made meanwhile by someone else: it exists
+                    existing[name] = kube.get("/api/v1/nodes/" + name)
+                else:
+                    failed.append("%s (%s)" % (name, error))
+            if failed:
+                module.fail_json(msg="cannot create %d of %d node(s): %s"
+                                 % (len(failed), len(missing), "; ".join(failed[:5])),
+                                 created=created, changed=bool(created))
+            missing = []
+
+    report, patches, before_text, after_text = {}, {}, [], []
+    for name in names:
+        if name not in existing:
             continue
         status = existing[name].get("status") or {}
         patch, node_report = {}, {}
@@ -247,43 +397,50 @@ def main():
         report[name] = node_report
         if not patch:
             continue
-        changed_nodes.append(name)
+        patches[name] = patch
         before_text.append("%s: %s" % (name, {f: {r: v["before"] for r, v in rs.items()}
                                               for f, rs in node_report.items()}))
         after_text.append("%s: %s" % (name, {f: {r: v["after"] for r, v in rs.items()}
                                              for f, rs in node_report.items()}))
-        if module.check_mode:
-            continue
-        try:
-            # the answer is the node as stored: what the cluster now advertises
-            existing[name] = kube.patch("/api/v1/nodes/%s/status" % name, {"status": patch})
-        except KubeError as exc:
-            module.fail_json(msg="cannot patch status of node %s: %s" % (name, exc),
-                             changed_nodes=changed_nodes[:-1])
+    changed_nodes = list(patches)
+    if patches and not module.check_mode:
+        # the answer is the node as stored: what the cluster now advertises
+        done = kube.each(lambda k, name: k.patch("/api/v1/nodes/%s/status" % name,
+                                                 {"status": patches[name]}),
+                         changed_nodes, params["workers"])
+        failed = []
+        for name, answer, error in done:
+            if error is None:
+                existing[name] = answer
+            else:
+                failed.append("%s: %s" % (name, error))
+        if failed:
+            module.fail_json(msg="cannot patch status of node %s" % "; ".join(failed[:5]),
+                             changed_nodes=[n for n in changed_nodes
+                                            if not any(f.startswith(n + ":") for f in failed)],
+                             created=created)
 
-    result = dict(changed=bool(changed_nodes), changed_nodes=changed_nodes, missing=missing,
+    result = dict(changed=bool(changed_nodes or created), changed_nodes=changed_nodes,
+                  created=created, missing=missing if not creating else
+                  (created if module.check_mode else []),
                   nodes={k: v for k, v in report.items() if v}, not_ready=[], waited=0.0)
     if params["wait_ready"] and not missing and not module.check_mode:
-        start = time.monotonic()
-        pending = [n for n in params["names"] if condition(existing[n], "Ready").get("status") != "True"]
-        while pending:
-            if time.monotonic() - start >= params["wait_timeout"]:
-                result["not_ready"] = pending
-                module.fail_json(msg="%d of %d node(s) not Ready after %ss: %s"
-                                 % (len(pending), len(params["names"]), params["wait_timeout"],
-                                    ", ".join(pending[:20])), **result)
-            time.sleep(1)  # poll interval of a wait bounded by wait_timeout
-            try:
-                for node in kube.items("/api/v1/nodes"):
-                    existing[node["metadata"]["name"]] = node
-            except KubeError as exc:
-                module.fail_json(msg="cannot list nodes: %s" % exc)
-            pending = [n for n in pending if condition(existing[n], "Ready").get("status") != "True"]
-        result["waited"] = round(time.monotonic() - start, 1)
+        try:
+            pending, waited = wait_ready(kube, names, existing, params["wait_timeout"])
+        except KubeError as exc:
+            module.fail_json(msg="cannot watch nodes: %s" % exc, **result)
+        result["waited"] = waited
+        if pending:
+            result["not_ready"] = pending
+            module.fail_json(msg="%d of %d node(s) not Ready after %ss: %s"
+                             % (len(pending), len(names), params["wait_timeout"],
+                                ", ".join(pending[:20])), **result)
     result["cluster_nodes"] = [summary(existing[n], resources) for n in sorted(existing)]
-    if module._diff and changed_nodes:
-        result["diff"] = {"before": "\n".join(before_text) + "\n",
-                          "after": "\n".join(after_text) + "\n"}
+    if module._diff and (changed_nodes or created):
+        before_text = before_text or []
+        result["diff"] = {"before": "".join(line + "\n" for line in before_text),
+                          "after": "".join("%s: created\n" % n for n in created)
+                                   + "".join(line + "\n" for line in after_text)}
     module.exit_json(**result)
 
 

@@ -186,11 +186,15 @@ def main():
     def read():
         return snapshot(kube, p["namespace"], p["name"])
 
+    def peek():
+        return snapshot(kube, p["namespace"], p["name"], with_pods=False)
+
     recorded = bool(p["dest"]) and os.path.exists(p["dest"]) and not p["overwrite"]
     timeout = 0 if recorded else p["wait_timeout"]
     try:
         snap, verdict, waited, state = wait_settled(read, timeout, settle=p["settle"],
-                                                    until_complete=p["wait_for"] == "complete")
+                                                    until_complete=p["wait_for"] == "complete",
+                                                    peek=peek)
     except KubeError as exc:
         module.fail_json(msg="cannot read DaemonSet %s/%s: %s" % (p["namespace"], p["name"], exc))
     result = dict(verdict, changed=False, outcome=state, waited=round(waited, 1),

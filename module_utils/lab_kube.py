@@ -17,12 +17,15 @@ Legacy auth-provider entries and proxy-url are refused with a clear message.
 """
 
 import base64
+import concurrent.futures
+import copy
 import http.client
 import json
 import os
 import ssl
 import subprocess
 import tempfile
+import threading
 import urllib.parse
 
 KUBE_ARGS = dict(
@@ -269,8 +272,90 @@ class Kube(object):
             if not token:
                 return found
 
+    def listing(self, path, page_size=500, **params):
+        """(items, resourceVersion) of a list call, page by page: the version to watch from."""
+        found, token, version = [], None, None
+        while True:
+            page = self.get(path, params=dict(params, limit=page_size, **{"continue": token}))
+            found.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            version = version or meta.get("resourceVersion")
+            token = meta.get("continue")
+            if not token:
+                return found, version
+
+    def watch(self, path, version, seconds):
+        """The events (type, object) of a watch on a list path from resourceVersion `version`,
+        for at most `seconds`; ends early when the server ends it. Runs on a connection of its
+        own. A watch the server refuses (410: the version is gone) raises KubeError(410)."""
+        watcher = self.clone()
+        conn = watcher._connect()
+        conn.timeout = seconds + 10
+        params = {"watch": "1", "resourceVersion": version, "allowWatchBookmarks": "true",
+                  "timeoutSeconds": str(max(1, int(seconds)))}
+        headers = {"Accept": "application/json", "User-Agent": "gpu-incident-lab"}
+        if self.conf["token"]:
+            headers["Authorization"] = "Bearer " + self.conf["token"]
+        elif self.conf["basic"]:
+            headers["Authorization"] = "Basic " + self.conf["basic"]
+        try:
+            conn.request("GET", self._prefix + path + "?" + urllib.parse.urlencode(params), headers=headers)
+            response = conn.getresponse()
+            if response.status >= 400:
+                raw = response.read()
+                try:
+                    message = json.loads(raw).get("message")
+                except ValueError:
+                    message = raw[:200].decode("utf-8", "replace")
+                raise KubeError(response.status, response.reason, message)
+            while True:
+                line = response.readline()
+                if not line:
+                    return
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise KubeError(status.get("code"), status.get("reason"), status.get("message"))
+                yield event.get("type"), event.get("object") or {}
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            raise KubeError(None, "watch of %s on %s ended: %s" % (path, self.conf["server"], exc))
+        finally:
+            conn.close()
+
     def create(self, path, body):
         return self.request("POST", path, body=body)
+
+    def clone(self):
+        """Another client of the same API server and credentials, with its own connection
+        (one connection carries one request at a time)."""
+        other = copy.copy(self)
+        other._conn = None
+        other._resources = dict(self._resources)
+        return other
+
+    def each(self, work, items, workers=8):
+        """work(client, item) for every item, on up to `workers` connections at once; a
+        fleet's thousands of calls are bound by round trips, not by this process.
+        Returns [(item, answer or None, KubeError or None)] in the order of items."""
+        items = list(items)
+        if workers <= 1 or len(items) <= 1:
+            return [self._one(work, self, item) for item in items]
+        local = threading.local()
+
+        def run(item):
+            if getattr(local, "kube", None) is None:
+                local.kube = self.clone()
+            return self._one(work, local.kube, item)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+            return list(pool.map(run, items))
+
+    @staticmethod
+    def _one(work, kube, item):
+        try:
+            return item, work(kube, item), None
+        except KubeError as exc:
+            return item, None, exc
 
     def patch(self, path, body, kind="strategic"):
         types = {"strategic": "application/strategic-merge-patch+json",

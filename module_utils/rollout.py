@@ -59,16 +59,18 @@ def blocker_from_message(message):
     return ",".join(slugs)
 
 
-def snapshot(kube, namespace, name):
-    """Everything the judgment reads, in plain dicts (kube: lab_kube.Kube)."""
+def snapshot(kube, namespace, name, with_pods=True):
+    """Everything the judgment reads, in plain dicts (kube: lab_kube.Kube). Without Pods
+    (with_pods=False: the DaemonSet's status alone, one small read) "pods" is None."""
     base = "/apis/apps/v1/namespaces/%s/daemonsets/%s" % (namespace, name)
     ds = kube.get(base)
     spec, meta, status = ds.get("spec") or {}, ds["metadata"], ds.get("status") or {}
     labels = (spec.get("selector") or {}).get("matchLabels") or {}
     selector = ",".join("%s=%s" % kv for kv in sorted(labels.items()))
-    pods = kube.items("/api/v1/namespaces/%s/pods" % namespace, labelSelector=selector)
-    pods = [p for p in pods if any(ref.get("uid") == meta["uid"]
-                                   for ref in p["metadata"].get("ownerReferences") or [])]
+    pods = kube.items("/api/v1/namespaces/%s/pods" % namespace,
+                      labelSelector=selector) if with_pods else None
+    pods = [p for p in pods or [] if any(ref.get("uid") == meta["uid"]
+                                         for ref in p["metadata"].get("ownerReferences") or [])]
     images = sorted(c["image"] for c in spec["template"]["spec"]["containers"])
     rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate")
     max_unavailable = rolling.get("maxUnavailable") if rolling is not None else None
@@ -102,7 +104,7 @@ def snapshot(kube, namespace, name):
         "template_images": images,
         "template_containers": spec["template"]["spec"]["containers"],
         "selector": selector,
-        "pods": pod_rows,
+        "pods": pod_rows if with_pods else None,
     }
 
 
@@ -113,9 +115,7 @@ def judge(snap):
     blocked = [p for p in new if p["unschedulable"]]
     messages = [p["scheduler_message"] for p in blocked if p["scheduler_message"]]
     blocker = blocker_from_message(messages[0]) if messages else None
-    complete = (snap["observed_generation"] == snap["generation"]
-                and snap["updated"] == snap["desired"] and snap["ready"] == snap["desired"]
-                and not old)
+    complete = status_complete(snap) and not old
     return {
         "desired": snap["desired"],
         "updated": snap["updated"],
@@ -136,11 +136,21 @@ def _moving_parts(snap):
             tuple(sorted((p["name"], p["phase"], p["ready"], p["unschedulable"]) for p in snap["pods"])))
 
 
+def status_complete(snap):
+    """What the DaemonSet's own status says: every Pod updated and Ready, spec observed.
+    judge() cannot call a rollout complete unless this holds, whatever the Pods show."""
+    return (snap["observed_generation"] == snap["generation"]
+            and snap["updated"] == snap["desired"] and snap["ready"] == snap["desired"])
+
+
 def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pause=time.sleep,
-                 until_complete=False):
+                 until_complete=False, peek=None):
     """Poll read() until the rollout is complete, or stalled with its status unchanged
     for `settle` consecutive reads. With until_complete only a complete rollout ends the
-    wait, and only once it has been complete and unchanged for `settle` reads.
+    wait, and only once it has been complete and unchanged for `settle` reads; then
+    peek() (the DaemonSet without its Pods), when given, is read first and the Pods are
+    listed only once its status says complete - listing thousands of Pods every second
+    was the API server's largest load while a fleet's DaemonSet was rolling out.
     Returns (snapshot, verdict, waited_seconds, reason)."""
     start = clock()
     previous, same = None, 0
@@ -150,6 +160,13 @@ def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pa
         state = "complete" if verdict["complete"] else "stalled" if verdict["stalled"] else "in-progress"
         return snap, verdict, 0.0, state
     while True:
+        if until_complete and peek is not None and not status_complete(peek()):
+            if clock() - start >= timeout:
+                snap = read()
+                return snap, judge(snap), clock() - start, "timeout"
+            previous, same = None, 0
+            pause(interval)
+            continue
         snap = read()
         verdict = judge(snap)
         parts = _moving_parts(snap)

@@ -112,3 +112,32 @@ def test_without_until_complete_complete_ends_the_wait_at_once():
     reads = iter([done, STALLED])
     *_, state = ro.wait_settled(lambda: next(reads), timeout=60, pause=lambda s: None)
     assert state == "complete" and next(reads) is STALLED
+
+
+def test_before_an_update_pods_are_listed_only_once_the_status_says_complete():
+    """peek (the DaemonSet alone) gates the Pod listing: a fleet's thousands of Pods are not
+    listed every second while the status still counts them in."""
+    rolling = snap(2, 2, None)
+    done_status = snap(3, 3, None)
+    done = snap(3, 3, [pod(n, "new") for n in "abc"])
+    peeks = iter([rolling, rolling, done_status, done_status, done_status, rolling])
+    full = []
+
+    def read():
+        full.append(1)
+        return done
+
+    clock = iter(range(100))
+    *_, state = ro.wait_settled(read, timeout=60, until_complete=True, peek=lambda: next(peeks),
+                                clock=lambda: next(clock), pause=lambda s: None)
+    assert state == "complete" and len(full) == 3  # no Pod listing during the two rolling peeks
+    assert next(peeks) is rolling  # two peeks rolling, then three with a full read each
+
+
+def test_before_an_update_a_timeout_while_peeking_reports_a_full_read():
+    clock = iter(range(0, 1000, 10))
+    rolling = snap(2, 2, None)
+    snapshot, verdict, _, state = ro.wait_settled(lambda: STALLED, timeout=30, until_complete=True,
+                                                  peek=lambda: rolling, clock=lambda: next(clock),
+                                                  pause=lambda s: None)
+    assert state == "timeout" and snapshot is STALLED and verdict["old_image_pods"] == 2

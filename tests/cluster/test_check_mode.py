@@ -65,3 +65,20 @@ def test_grader_agrees_with_the_lab_under_other_settings(tmp_path):
         assert recap["failed"] == 1 and "replicas must be 5 (found 3)" in out.stdout
     finally:
         run("playbooks/teardown.yml", *extra)
+
+
+def test_a_component_that_exits_at_start_is_named_with_its_log(tmp_path):
+    """kwok-controller refuses a KwokConfiguration without its Pod parallelism and exits right
+    after kwokctl started it: the environment fails at once, naming it and its log line -
+    not ten minutes later as nodes that never turned Ready."""
+    name = "dead-" + uuid.uuid4().hex[:6]
+    extra = ["-e", "lab_root=%s" % (tmp_path / "gpuop"), "-e", "lab_cluster_name=%s" % name,
+             "-e", '{"kwok_cluster_kwok_options": {"nodePlayStageParallelism": 8}}']
+    try:
+        out, recap = run("lab.yml", "--tags", "environment", *extra)
+        assert recap["failed"] == 1, out.stdout[-3000:]
+        assert "kwok-controller" in out.stdout and "exited right after it started" in out.stdout
+        assert "parallelism must be greater than 0" in out.stdout  # kwok's own words
+        assert "Create the missing nodes" not in out.stdout  # it stopped before the nodes
+    finally:
+        run("playbooks/teardown.yml", *extra)

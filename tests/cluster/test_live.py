@@ -98,6 +98,37 @@ def test_node_resources_reports_missing_sets_and_waits(module_runner, cluster, k
     assert gone["failed"] and "node(s) pt-node-9 not found" in gone["msg"]
 
 
+def test_node_resources_creates_a_fleet_on_several_connections(module_runner, cluster, kube):
+    names = ["fleet-%d" % i for i in range(60)]
+    small = kwok_node("fleet-7")  # one exists already, with less memory: shaped, not created
+    small["status"]["capacity"]["memory"] = small["status"]["allocatable"]["memory"] = "16Gi"
+    kube.create("/api/v1/nodes", small)
+    args = {"kubeconfig": cluster, "names": names, "resources": {"cpu": "8", "memory": "32Gi"},
+            "missing": "create", "workers": 6, "wait_ready": True, "wait_timeout": 60,
+            "template": {"metadata": {"annotations": {"kwok.x-k8s.io/node": "fake"},
+                                      "labels": {"type": "kwok", "fleet": "yes"}}}}
+    planned = module_runner(node_resources.main, args, check_mode=True, diff=True)
+    assert planned["changed"] and len(planned["created"]) == 59 and "fleet-7" not in planned["created"]
+    assert "fleet-0: created" in planned["diff"]["after"]
+    assert kube.get("/api/v1/nodes/fleet-0", missing_ok=True) is None  # check mode made nothing
+    out = module_runner(node_resources.main, args)
+    assert not out["failed"], out.get("msg")
+    assert sorted(out["created"]) == sorted(n for n in names if n != "fleet-7")
+    assert out["changed_nodes"] == ["fleet-7"] and out["not_ready"] == [] and out["missing"] == []
+    stored = kube.get("/api/v1/nodes/fleet-42")
+    assert stored["metadata"]["labels"]["kubernetes.io/hostname"] == "fleet-42"
+    assert stored["metadata"]["labels"]["fleet"] == "yes"
+    assert stored["status"]["allocatable"]["memory"] == "32Gi"  # kept on creation, no patch
+    assert condition(stored, "Ready").get("status") == "True"
+    assert kube.get("/api/v1/nodes/fleet-7")["status"]["capacity"]["memory"] == "32Gi"
+    again = module_runner(node_resources.main, args)
+    assert not again["changed"] and again["created"] == [] and again["changed_nodes"] == []
+    bad = module_runner(node_resources.main, dict(args, names=["fleet-x"],
+                                                  template={"metadata": {"labels": {"n": 1}}}))
+    assert bad["failed"] and "quote numbers" in bad["msg"]
+    assert kube.get("/api/v1/nodes/fleet-x", missing_ok=True) is None
+
+
 # ------------------------------------------------------------------ pod_wait
 def test_pod_wait_records_the_schedulers_words_once(module_runner, cluster, kube, namespace, tmp_path):
     kube.create("/api/v1/namespaces/%s/pods" % namespace, {
