@@ -56,17 +56,21 @@ teardown
 # the lab's work up to step 8 against a bare script of the same work (bench/bare-lab.sh:
 # kwokctl, kubectl, heredocs, tomllib; no checks), BENCH_RUNS times each (default 3)
 runs=${BENCH_RUNS:-3}
-L=(); S=()
+L=(); M=(); S=()
 for ((run = 1; run <= runs; run++)); do
   t0=$(now); quiet bench/bare-lab.sh $name "$root"; t1=$(now); S+=("$(secs "$t0" "$t1")")
   teardown
   t0=$(now); quiet "${play[@]}" lab.yml --skip-tags guard; t1=$(now); L+=("$(secs "$t0" "$t1")")
   teardown
+  t0=$(now); ANSIBLE_STRATEGY=mitogen_linear quiet "${play[@]}" lab.yml --skip-tags guard; t1=$(now)
+  M+=("$(secs "$t0" "$t1")")
+  teardown
 done
-bare8=$(spread "${S[@]}"); lab8=$(spread "${L[@]}")
+bare8=$(spread "${S[@]}"); lab8=$(spread "${L[@]}"); mito8=$(spread "${M[@]}")
+ratio() { awk -v a="${1%% *}" -v b="${bare8%% *}" 'BEGIN { printf "%.1fx the bare script", a / b }'; }
 row "bare script of the same work (bench/bare-lab.sh): no cluster -> step 8" "$bare8" "reference; $runs runs, median [min-max]"
-row "lab.yml --skip-tags guard: no cluster -> step 8" "$lab8" \
-  "$(awk -v a="${lab8%% *}" -v b="${bare8%% *}" 'BEGIN { printf "%.1fx the bare script", a / b }'); target <= 2x"
+row "lab.yml --skip-tags guard: no cluster -> step 8" "$lab8" "$(ratio "$lab8"); target <= 2x (issue 10)"
+row "same, with Mitogen (opt-in)" "$mito8" "$(ratio "$mito8")"
 
 t0=$(now); quiet "${play[@]}" lab.yml; t1=$(now)
 whole=$(secs "$t0" "$t1")
