@@ -15,16 +15,7 @@ k() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
 # environment: the control plane and three Ready nodes
 bare_cluster "$bin" "$name" > /dev/null 2>&1
-for i in 0 1 2; do cat <<YAML; done | k apply -f - > /dev/null
----
-apiVersion: v1
-kind: Node
-metadata: {name: lab-node-$i, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}
-status:
-  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
-  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
-YAML
-k wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout=120s > /dev/null
+bare_nodes 3 120s > /dev/null
 
 # steps 1-2: the two containerd files
 mkdir -p "$root/etc/containerd/conf.d" "$root/out" "$root/bin" "$root/k8s"

@@ -43,11 +43,7 @@ for n in $sizes; do
   if ((run <= bare_runs)); then
     t0=$(now)
     quiet bare_cluster "$bin" $name
-    for ((i = 0; i < n; i++)); do
-      printf -- '---\napiVersion: v1\nkind: Node\nmetadata: {name: lab-node-%d, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}\nstatus: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}\n' "$i"
-    done > /tmp/bench-fleet-nodes.yaml
-    quiet "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f /tmp/bench-fleet-nodes.yaml
-    quiet "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout=900s
+    quiet bare_nodes "$n" 900s
     t1=$(now); bare=$(secs "$t0" "$t1"); B+=("$bare")
     teardown
   fi

@@ -38,16 +38,7 @@ teardown
 # the same cluster and nodes with bare kwokctl + kubectl, for Ansible's overhead
 t0=$(now)
 quiet bare_cluster "$bin" $name
-for i in 0 1 2; do cat <<YAML; done | quiet "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f -
----
-apiVersion: v1
-kind: Node
-metadata: {name: lab-node-$i, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}
-status:
-  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
-  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
-YAML
-quiet "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout=120s
+quiet bare_nodes 3 120s
 t1=$(now)
 bare=$(secs "$t0" "$t1")
 row "bare kwokctl create + kubectl apply: 3 Ready nodes" "$bare" "reference"

@@ -47,3 +47,13 @@ bare_cluster() {
     --kube-scheduler-binary "$1/kube-scheduler" --etcd-binary "$1/etcd" --kwok-controller-binary "$1/kwok" \
     --kubeconfig "" --wait 120s
 }
+
+# bare_nodes N TIMEOUT: N kwok nodes lab-node-0.. by one kubectl apply, then kubectl wait for
+# Ready - the bare reference's way (needs bin and kubeconfig from bench_cluster).
+bare_nodes() {
+  local i
+  for ((i = 0; i < $1; i++)); do
+    printf -- '---\napiVersion: v1\nkind: Node\nmetadata: {name: lab-node-%d, annotations: {kwok.x-k8s.io/node: fake}, labels: {gpu-incident-lab/node: "true"}}\nstatus: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}\n' "$i"
+  done | "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f -
+  "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready node -l gpu-incident-lab/node=true --timeout="$2"
+}

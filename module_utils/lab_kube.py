@@ -264,13 +264,7 @@ class Kube(object):
 
     def items(self, path, page_size=500, **params):
         """All items of a list call, page by page (continue tokens)."""
-        found, token = [], None
-        while True:
-            page = self.get(path, params=dict(params, limit=page_size, **{"continue": token}))
-            found.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return found
+        return self.listing(path, page_size, **params)[0]
 
     def listing(self, path, page_size=500, **params):
         """(items, resourceVersion) of a list call, page by page: the version to watch from."""
