@@ -1,4 +1,4 @@
-"""gpu_diagnose and the driver guard against a real API server, scheduler and kwok.
+"""gpu_diagnose against a real API server, scheduler and kwok (the driver guard: test_driver_guard.py).
 
 Each test builds a small GPU world of its own - a kwok node with GPUs in status and a driver
 label, a device-plugin DaemonSet (kwok runs its Pod), a RuntimeClass, a GPU Pod - breaks one
@@ -8,9 +8,7 @@ import pathlib
 import time
 import uuid
 
-import jinja2
 import pytest
-import yaml
 
 import gpu_diagnose
 from ansible.module_utils.lab_kube import KubeError, condition
@@ -215,42 +213,6 @@ def test_refusals_are_plain(module_runner, cluster, world):
     out = module_runner(gpu_diagnose.main, {"kubeconfig": cluster, "node": world.node,
                                             "node_facts": {world.node: {"driver_ok": "yes"}}})
     assert out["failed"] and "boolean" in out["msg"]
-
-
-def test_driver_guard_policy_is_enforced_by_the_api_server(kube, world):
-    defaults = yaml.safe_load((ROOT / "roles/driver_guard/defaults/main.yml").read_text())
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    values = dict(defaults, driver_guard_policy_name="guard-" + world.node)
-    values["driver_guard_required_label"] = env.from_string(
-        defaults["driver_guard_required_label"]).render(**values)
-    text = env.from_string((ROOT / "roles/driver_guard/templates/policy.yaml.j2").read_text()).render(**values)
-    policy, binding = yaml.safe_load_all(text)
-    kube.create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", policy)
-    kube.create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", binding)
-    guarded_ns = "g-" + world.node
-    kube.create("/api/v1/namespaces", {"metadata": {"name": guarded_ns, "labels": {
-        "gpu-incident-lab/driver-guard": "enforce"}}})
-    wait("default ServiceAccount in %s" % guarded_ns, lambda: kube.get(
-        "/api/v1/namespaces/%s/serviceaccounts/default" % guarded_ns, missing_ok=True))
-
-    def pod(name, affinity):
-        spec = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
-        if affinity:
-            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [{"key": DRIVER, "operator": "Exists"}]}]}}}
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
-
-    def refused():  # the policy takes effect once the API server has compiled it
-        try:
-            kube.create("/api/v1/namespaces/%s/pods" % guarded_ns, pod("unguarded", False))
-        except KubeError as exc:
-            return exc if exc.status in (403, 422) else None
-        kube.request("DELETE", "/api/v1/namespaces/%s/pods/unguarded" % guarded_ns)
-        return None
-    error = wait("the policy refusing an unguarded GPU Pod", refused, 60)
-    assert "must carry a required node affinity" in str(error) and DRIVER in str(error)
-    kube.create("/api/v1/namespaces/%s/pods" % guarded_ns, pod("guarded", True))
-    kube.create("/api/v1/namespaces/%s/pods" % world.ns, pod("unguarded-elsewhere", False))
 
 
 def test_node_side_roles_feed_the_diagnosis(tmp_path, cluster, world):
