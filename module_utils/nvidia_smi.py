@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Find and run nvidia-smi on a GPU node the way the GPU Operator does - Ansible-free.
+
+Where nvidia-smi lives:
+- a driver installed on the host: on PATH (``/usr/bin/nvidia-smi``);
+- a driver the GPU Operator manages (its driver container): under the driver root
+  ``/run/nvidia/driver``, run by chroot - the Operator's own validator runs
+  ``chroot /run/nvidia/driver nvidia-smi`` (gpu-operator ``validator/main.go``, driver
+  validation), because the binary needs the container's libraries.
+
+What a run means for a guard that must never act on a guess:
+- ``ok``: it ran, exit 0, and printed a driver version for every GPU line.
+- ``failed``: it ran and the driver answered that it is broken (any other exit, e.g.
+  9 "NVIDIA driver is not loaded", 12 "NVML shared library couldn't be found or loaded",
+  15 "GPU has fallen off the bus", 255; or exit 0 without a version line).
+- ``inconclusive``: it ran but says nothing about the driver - exit 2 (this nvidia-smi does
+  not know the query), 4 (no permission), or chroot's own failures 125/126/127
+  (coreutils chroot(1): cannot chroot / cannot run the command / command not found).
+- ``missing``: no nvidia-smi on PATH and none under the driver root.
+Exit codes: nvidia-smi(1), section RETURN VALUE.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+DRIVER_ROOT = "/run/nvidia/driver"
+QUERY = ["--query-gpu=driver_version", "--format=csv,noheader"]
+INCONCLUSIVE_RC = {2: "nvidia-smi does not know the query (exit 2: invalid argument)",
+                   4: "no permission to ask the driver (exit 4): run as root (become: true)",
+                   125: "chroot itself failed (exit 125): run as root (become: true)",
+                   126: "the command under the driver root cannot run (exit 126)",
+                   127: "the command under the driver root was not found (exit 127)"}
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)+$")
+
+
+def find(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, which=shutil.which):
+    """The argv prefix that runs nvidia-smi, or None when it is not installed.
+
+    A name is looked up on PATH, then as <driver_root>/usr/bin/<name> (or bin/) run by
+    ``chroot <driver_root> <name>``; a path is used as given."""
+    if os.sep in nvidia_smi:
+        return [nvidia_smi] if os.access(nvidia_smi, os.X_OK) else None
+    found = which(nvidia_smi)
+    if found:
+        return [found]
+    if driver_root:
+        for sub in ("usr/bin", "bin", "usr/local/bin"):
+            if os.access(os.path.join(driver_root, sub, nvidia_smi), os.X_OK):
+                chroot = which("chroot") or "/usr/sbin/chroot"
+                return [chroot, driver_root, nvidia_smi]
+    return None
+
+
+def run(argv, timeout=30):
+    """(rc, stdout, stderr) of argv; rc None when it could not be started."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                              errors="replace")
+    except subprocess.TimeoutExpired:
+        return None, "", "timed out after %s s" % timeout
+    except OSError as exc:
+        return None, "", str(exc)
+    return done.returncode, done.stdout, done.stderr
+
+
+def judge(rc, out, err):
+    """{'status': ok|failed|inconclusive, 'version'?, 'output', 'reason'} of one query run."""
+    output = "\n".join(x for x in ((out or "").strip(), (err or "").strip()) if x)
+    if rc is None:
+        return {"status": "inconclusive", "output": output, "reason": "could not run: " + output}
+    if rc in INCONCLUSIVE_RC:
+        return {"status": "inconclusive", "output": output, "reason": INCONCLUSIVE_RC[rc]}
+    lines = [line.strip() for line in (out or "").splitlines() if line.strip()]
+    if rc == 0 and lines and all(_VERSION.match(line) for line in lines):
+        versions = sorted(set(lines))
+        if len(versions) == 1:
+            return {"status": "ok", "version": versions[0], "output": output,
+                    "reason": "nvidia-smi printed driver %s for %d GPU(s)" % (versions[0], len(lines))}
+        return {"status": "failed", "output": output,
+                "reason": "nvidia-smi printed more than one driver version: %s" % ", ".join(versions)}
+    if rc == 0:
+        return {"status": "failed", "output": output,
+                "reason": "nvidia-smi exited 0 but printed no driver version (no GPU seen)"}
+    return {"status": "failed", "output": output,
+            "reason": "nvidia-smi failed (exit %s): %s" % (rc, output.splitlines()[0] if output else "no output")}
+
+
+def driver_version(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, timeout=30, which=shutil.which):
+    """judge() of the version query, plus 'command' (what ran) - or status 'missing'."""
+    prefix = find(nvidia_smi, driver_root, which)
+    if prefix is None:
+        return {"status": "missing", "command": None, "output": "",
+                "reason": "%s is not installed here (not on PATH%s)" % (
+                    nvidia_smi, (", not under the driver root %s" % driver_root) if driver_root
+                    and os.sep not in nvidia_smi else "")}
+    result = judge(*run(prefix + QUERY, timeout))
+    result["command"] = " ".join(prefix + QUERY)
+    return result
