@@ -15,21 +15,42 @@ description:
     slots, the memory each slot is guaranteed, the isolation, what happens to the others when
     one Pod takes all memory, and what a change of the plan costs.
   - Time-slicing and MPS are computed by the same device-plugin v0.20.0 model as
-    M(timeslicing_slots) (replicas must be 2 or more; MPS limits memory per replica to
-    C(floor(card MiB / replicas)) and allows at most 48 replicas; MPS refuses
-    mig-strategy mixed).
+    M(timeslicing_slots) (replicas must be 2 or more; MPS allows at most 48 replicas; MPS
+    refuses mig-strategy mixed). The MPS memory limit is the plugin's
+    C(NVML total bytes / replicas) in MiB, floored - NVML's total, not the card's nominal size -
+    O(memory_total_mib) when given, else the table's NVML total for the card (H100 80GB HBM3
+    81559 MiB, H200 143771 MiB), else the nominal size (the plan says which in
+    C(memory_source)). The plugin sends it as C(set_default_device_pinned_mem_limit) to the
+    MPS control daemon - a default per CUDA client process, not per Pod.
   - A MIG layout is mig-parted's form, profile -> instances per GPU (seven C(1g.5gb) per GPU is
-    C(1g.5gb) -> 7). It is
-    checked against the card's profiles, the most instances of each, its compute slices and
-    its placements (NVIDIA's MIG user guide, "Supported MIG Profiles"; A100 and A30 also
-    against the go-nvml mock cards). A layout that does not fit fails the module naming the
-    profile that has no room and listing layouts that do fit.
+    C(1g.5gb) -> 7). It is checked against the card's profiles, the most instances of each,
+    its compute slices, its placements and its engines (decoders, encoders, JPEG, OFA, copy
+    engines - a GPU has what its full-GPU profile is given, so on an A30 C(1g.6gb+me) and
+    C(2g.12gb+me) cannot coexist - one JPEG, one OFA). A layout that does not fit fails the
+    module naming the profile that has no room, or the engine and the profiles that want it,
+    and listing layouts that do fit.
+  - The numbers come from O(mig_profile_listing) (and O(mig_placement_listing)) when given -
+    the node's own C(nvidia-smi mig -lgip) / C(-lgipp) text; C(guaranteed_memory_gib_per_slot)
+    is then the listing's memory, unrounded. Without them a built-in table holds, per card, the
+    printed values of a real listing with its driver release and source; each plan names its
+    source in C(memory_source). The same profile prints differently per driver (A100 80GB
+    1g.10gb 9.50 vs 9.62), so a node's listing is the better input.
+  - Changing the plan (C(change_cost), with C(change_cost_source)) - time-slicing/MPS - the
+    plugin's config-manager watches only the node label C(nvidia.com/device-plugin.config);
+    an edit of the ConfigMap in place takes effect on C(kubectl rollout restart) of the plugin
+    DaemonSet or a label change to a new config name. MIG - the GPU must be drained.
   - Under O(mig_strategy=single) the plugin advertises MIG devices as C(nvidia.com/gpu) and
     refuses devices of more than one profile on a node; under C(mixed) each profile is
     C(nvidia.com/mig-<profile>) (C(+me) becomes C(.me)). A MIG-enabled GPU with no MIG devices
     is refused under single.
-  - Known cards - A100-SXM4-40GB, A100-SXM4-80GB, H100-SXM5-80GB, H200-SXM5-141GB, A30-24GB
-    (also with nvidia-smi's C(NVIDIA ) prefix, any case).
+  - Known cards - A100-SXM4-40GB, A100-SXM4-80GB, A30-24GB, H100-SXM5-80GB, H100-PCIE-80GB,
+    H100-NVL-94GB, H200-SXM5-141GB, GH200-96GB, GH200-144GB (1g/2g profiles only), B200-180GB.
+    Each resolves from the table's name, nvidia-smi's product name (C(NVIDIA H100 80GB HBM3),
+    C(NVIDIA H100 PCIe), C(NVIDIA H200), C(NVIDIA A30), C(NVIDIA A100-PCIE-40GB),
+    C(NVIDIA GH200 480GB), C(NVIDIA B200)) or GFD's C(nvidia.com/gpu.product) value
+    (C(NVIDIA-H100-80GB-HBM3)), any case. An unknown name is refused listing the known ones,
+    unless both listings are given (then the card is planned from them). H20 is not in the
+    table (no listing found); give its listings.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
 options:
@@ -50,6 +71,25 @@ options:
   mig_devices:
     description: Plan this MIG layout, profile -> instances per GPU (the same on every GPU).
     type: dict
+  mig_profile_listing:
+    description:
+      - The text of C(nvidia-smi mig -lgip) from the node, as printed (any driver, one GPU or
+        many, with or without the header and border lines, trailing remarks ignored). Its
+        profiles, IDs, instances, memory and engines replace the table's. A listing that
+        cannot be read fails the module naming the line.
+    type: str
+  mig_placement_listing:
+    description:
+      - The text of C(nvidia-smi mig -lgipp) from the same node. Required with
+        O(mig_profile_listing) for a card not in the table; otherwise the table's placements
+        by profile ID are used.
+    type: str
+  memory_total_mib:
+    description:
+      - NVML's memory.total of one GPU in MiB, as
+        C(nvidia-smi --query-gpu=memory.total --format=csv) prints it; the MPS limit is
+        computed from it. Default - the table's NVML total for the card.
+    type: int
   mig_strategy:
     description: The device plugin's mig-strategy for the MIG plan.
     type: str
@@ -85,6 +125,16 @@ EXAMPLES = r"""
   register: plan
   # plan.plans[2].advertised_resources == {"nvidia.com/mig-1g.5gb": 28}
 
+- name: Plan with the node's own listing (nvidia-smi mig -lgip) and NVML total
+  gpu_sharing_plan:
+    gpu_model: "{{ gpu_product }}"      # e.g. the node label nvidia.com/gpu.product
+    gpus: 8
+    mps_replicas: 4
+    memory_total_mib: 81559
+    mig_devices: {"3g.40gb": 2}
+    mig_profile_listing: "{{ lookup('file', 'nodes/gpu-1/mig-lgip.txt') }}"
+    mig_placement_listing: "{{ lookup('file', 'nodes/gpu-1/mig-lgipp.txt') }}"
+
 - name: A mixed MIG layout on H100, advertised under mig-strategy single - refused
   gpu_sharing_plan:
     gpu_model: H100-SXM5-80GB
@@ -98,10 +148,13 @@ RETURN = r"""
 plans:
   description: >-
     One entry per strategy asked (time-slicing, mps, mig in that order) - strategy,
-    advertised_resources, slots, guaranteed_memory_gib_per_slot, isolation,
-    when_one_pod_takes_all_memory, change_cost; replicas, mps_memory_limit_mib and
-    fail_requests_greater_than_one for time-slicing/MPS; mig_devices, mig_strategy, placement
-    and guaranteed_memory_gib_by_resource for MIG.
+    advertised_resources, slots, guaranteed_memory_gib_per_slot, memory_source, isolation,
+    when_one_pod_takes_all_memory, change_cost, change_cost_source; replicas,
+    mps_memory_limit_mib and fail_requests_greater_than_one for time-slicing/MPS;
+    memory_total_mib and mps_memory_limit_scope for MPS; mig_devices, mig_strategy,
+    placement, guaranteed_memory_gib_by_resource, memory_source_by_resource,
+    engines_per_gpu and engines_used_per_gpu for MIG (listing_gpus and listing_note when
+    planned from a listing; card_note for a card resolved from another name).
   returned: success
   type: list
   elements: dict
@@ -116,7 +169,7 @@ gpu_model:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible.module_utils.gpu_sharing import PlanError, card, sharing_plan  # noqa: E402
+from ansible.module_utils.gpu_sharing import PlanError, sharing_plan  # noqa: E402
 from ansible.module_utils.timeslicing import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
 from ansible.module_utils.lab_files import parse_mode, write_text  # noqa: E402
 
@@ -130,6 +183,9 @@ def main():
             mps_replicas=dict(type="int"),
             mig_devices=dict(type="dict"),
             mig_strategy=dict(type="str", choices=["single", "mixed"], default="mixed"),
+            mig_profile_listing=dict(type="str"),
+            mig_placement_listing=dict(type="str"),
+            memory_total_mib=dict(type="int"),
             dest=dict(type="path"),
             mode=dict(type="str", default="0644"),
         ),
@@ -141,12 +197,14 @@ def main():
     if p["dest"]:
         parse_mode(module, p["mode"])
     try:
-        name, _spec = card(p["gpu_model"])
-        plans, table = sharing_plan(name, p["gpus"], p["timeslicing_replicas"], p["mps_replicas"],
-                                    p["mig_devices"], p["mig_strategy"])
+        plans, table = sharing_plan(p["gpu_model"], p["gpus"], p["timeslicing_replicas"],
+                                    p["mps_replicas"], p["mig_devices"], p["mig_strategy"],
+                                    mig_profile_listing=p["mig_profile_listing"],
+                                    mig_placement_listing=p["mig_placement_listing"],
+                                    memory_total_mib=p["memory_total_mib"])
     except PlanError as exc:
         module.fail_json(msg=exc.message)
-    result = dict(changed=False, gpu_model=name, plans=plans, table=table)
+    result = dict(changed=False, gpu_model=plans[0]["gpu_model"], plans=plans, table=table)
     if p["dest"]:
         result.update(write_text(module, p["dest"], table, mode=p["mode"], backup=True))
     module.exit_json(**result)

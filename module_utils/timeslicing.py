@@ -449,10 +449,19 @@ def _is_replicated(section):
 
 
 def plugin_view(config_text, physical_gpus, vram_per_gpu_gib, resource=DEFAULT_RESOURCE,
-                mig_strategy="none", compute_capability="8.0"):
+                mig_strategy="none", compute_capability="8.0", memory_total_mib=None):
     """What the plugin starts with and advertises on a node of ``physical_gpus`` devices that
-    it exposes as ``resource`` (each ``vram_per_gpu_gib`` GiB). Raises SlotsError."""
+    it exposes as ``resource`` (each ``vram_per_gpu_gib`` GiB). ``memory_total_mib`` is NVML's
+    memory.total as nvidia-smi prints it (MiB); when given, the MPS limit is computed from it
+    (the plugin divides NVML's total bytes, not the card's nominal size). Raises SlotsError."""
     _check_hardware(physical_gpus, vram_per_gpu_gib)
+    if memory_total_mib is not None and (isinstance(memory_total_mib, bool) or
+                                         not isinstance(memory_total_mib, int) or
+                                         memory_total_mib < 1):
+        raise SlotsError("memory_total_mib must be a whole number of MiB above 0 (NVML's "
+                         "memory.total as `nvidia-smi --query-gpu=memory.total --format=csv` "
+                         "prints it, e.g. 81559 for an H100 80GB HBM3), got %r"
+                         % (memory_total_mib,))
     config = parse_config(config_text)
     warnings = []
     if config["resources_set"]:
@@ -530,7 +539,10 @@ def plugin_view(config_text, physical_gpus, vram_per_gpu_gib, resource=DEFAULT_R
                 "%d > %d" % (replicas, ceiling), chain="error getting daemons: ",
                 hint="(the MPS control daemon refuses it; at most %d clients per GPU)" % ceiling)
         # cmd/mps-control-daemon/mps/daemon.go perDevicePinnedDeviceMemoryLimits
-        total_bytes = int(vram * 1024 ** 3)
+        # NVML total bytes // R // MiB == (total bytes // MiB) // R, so the MiB nvidia-smi
+        # prints (floor of bytes / MiB) gives the plugin's exact number
+        total_bytes = int(vram * 1024 ** 3) if memory_total_mib is None else \
+            memory_total_mib * 1024 * 1024
         mps_limit = total_bytes // replicas // 1024 // 1024
         mps_threads = 100 // replicas
     if strategy == "time-slicing" and replicas > 1:
