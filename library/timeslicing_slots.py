@@ -61,6 +61,14 @@ options:
     description: The name under which the node exposes these GPUs before sharing.
     type: str
     default: nvidia.com/gpu
+  memory_total_mib:
+    description:
+      - NVML's memory.total of one GPU in MiB, as
+        C(nvidia-smi --query-gpu=memory.total --format=csv) prints it (H100 80GB HBM3 81559).
+        The MPS limit per replica is computed from it, as the plugin does from NVML's total
+        bytes; without it, from O(vram_per_gpu_gib) (exact only where NVML's total is the
+        nominal size, as on A100 40/80GB and A30).
+    type: int
   compute_capability:
     description: The GPUs' CUDA compute capability; below 7.5 MPS allows 16 replicas, not 48.
     type: str
@@ -221,6 +229,7 @@ def main():
             vram_per_gpu_gib=dict(type="float", required=True),
             resource=dict(type="str", default="nvidia.com/gpu"),
             compute_capability=dict(type="str", default="8.0"),
+            memory_total_mib=dict(type="int"),
             dest=dict(type="path"),
             backup=dict(type="bool", default=False),
             mode=dict(type="str", default="0644"),
@@ -242,7 +251,8 @@ def main():
         vram = p["vram_per_gpu_gib"]
         table = slot_table(text, p["physical_gpus"],
                            int(vram) if math.isfinite(vram) and vram.is_integer() else vram,
-                           p["resource"], compute_capability=p["compute_capability"])
+                           p["resource"], compute_capability=p["compute_capability"],
+                           memory_total_mib=p["memory_total_mib"])
     except SlotsError as exc:
         module.fail_json(msg=exc.message, mistake=exc.mistake, line=exc.line,
                          plugin_message=exc.plugin_message)

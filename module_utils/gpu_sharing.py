@@ -343,10 +343,17 @@ def spec_from_listing(profile_listing, placement_listing=None, base=None, name="
             "engines": {e: profile[e] for e in ENGINES},
             "source": "mig_profile_listing line %d" % profile["line"]}
     memory_slices = max(s + z for p in profiles.values() for s, z in p["placements"])
+    compute_slices = max(p["slices"] for p in profiles.values())
+    engines_total = None
+    if base is not None and compute_slices < base["compute_slices"]:
+        # a listing cut short before the full-GPU profile (".......")
+        compute_slices = base["compute_slices"]
+        memory_slices = max(memory_slices, base["memory_slices"])
+        engines_total = card_engines(base)
     spec = {"memory_gib": base["memory_gib"] if base else None,
             "nvml_total_mib": base["nvml_total_mib"] if base else None,
             "nvml_total_source": base["nvml_total_source"] if base else None,
-            "compute_slices": max(p["slices"] for p in profiles.values()),
+            "compute_slices": compute_slices, "engines_total": engines_total,
             "memory_slices": memory_slices,
             "compute_capability": base["compute_capability"] if base else "8.0",
             "names": base["names"] if base else [],
@@ -360,6 +367,8 @@ def spec_from_listing(profile_listing, placement_listing=None, base=None, name="
 
 def card_engines(spec):
     """The engines of one GPU: those its full-GPU profile is given; None if not known."""
+    if spec.get("engines_total"):
+        return dict(spec["engines_total"])
     full = max(spec["profiles"].values(), key=lambda p: (p["slices"], p["memory_gib"]))
     if full["slices"] != spec["compute_slices"] or full["engines"] is None:
         return None

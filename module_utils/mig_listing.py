@@ -27,6 +27,7 @@ _ROW = re.compile(
     r"(?P<mem>\d+(?:\.\d+)?)\s+(?P<p2p>Yes|No|N/A)\s+(?P<sm>\d+)\s+(?P<dec>\d+)\s+"
     r"(?P<enc>\d+)$")
 _ROW2 = re.compile(r"^(?P<ce>\d+)\s+(?P<jpeg>\d+)\s+(?P<ofa>\d+)$")
+_ROWISH = re.compile(r"^(\d+\s+MIG\b|\d[\d\s./]*$)")     # a profile row that did not read
 _HEADER = re.compile(
     r"^(GPU instance profiles:|GPU\s+Name\s+ID\s+Instances\s+Memory\s+P2P\s+SM\s+DEC\s+ENC|"
     r"Free/Total\s+GiB\s+CE\s+JPEG\s+OFA)$")
@@ -88,20 +89,16 @@ def parse_lgip(text, source="nvidia-smi mig -lgip"):
     lines = _text(text, source)
     gpus, remarks = {}, []
     pending = None          # (line number, row fields) waiting for its CE/JPEG/OFA row
-    started = ended = False
+    started = False
     for number, raw in enumerate(lines, 1):
         cells = _cells(raw)
-        if ended:
-            if cells:
-                remarks.append(raw.rstrip())
-            continue
         if not cells or _BORDER.match(raw.strip()) or _HEADER.match(cells):
             if pending is not None and cells:
                 raise ListingError(
                     "%s line %d: the profile row at line %d (%s) has no CE/JPEG/OFA row under "
                     "it; %s" % (source, number, pending[0], pending[1]["name"], LGIP_FIX))
             continue
-        if not started and _is_prompt(cells):
+        if _is_prompt(cells) and pending is None:
             continue
         if cells.startswith("No MIG-enabled devices found") or \
                 cells.startswith("No GPU instance profiles found"):
@@ -138,9 +135,10 @@ def parse_lgip(text, source="nvidia-smi mig -lgip"):
                 "line": first_line,
             }
             continue
-        if started and pending is None and not raw.lstrip().startswith("|"):
-            # text after the table (".......", a note): the listing ended
-            ended = True
+        if started and pending is None and not raw.lstrip().startswith("|") and \
+                not _ROWISH.match(cells):
+            # text after a profile (".......", a note): kept as a remark, not read; a
+            # further listing may follow (nvidia-smi run once per GPU)
             remarks.append(raw.rstrip())
             continue
         raise ListingError("%s line %d cannot be read as `nvidia-smi mig -lgip` output: %r; %s"
