@@ -291,3 +291,17 @@ def test_plan_module_with_listings_and_refusals(module_runner, tmp_path):
     out = module_runner(gpu_sharing_plan.main, broken)
     assert out["failed"] and "mig_profile_listing line 13 cannot be read" in out["msg"], out
     assert not dest.exists()
+
+
+def test_readme_sharing_table_is_what_the_module_says():
+    """The README's example table (its first five columns) is the module's own output."""
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Sharing a GPU: what the device plugin really advertises", 1)[1]
+    shown = [line for line in section.split("\n## ", 1)[0].splitlines()
+             if line.startswith("| ") and not line.startswith("| strategy")]
+    plans, table = gs.sharing_plan("A100-SXM4-40GB", 4, 5, 4, {"1g.5gb": 7})
+    rows = [line for line in table.splitlines()
+            if line.startswith("| ") and not line.startswith("| strategy")]
+    assert len(shown) == len(rows) == 3
+    for readme_row, row in zip(shown, rows):
+        assert row.startswith(readme_row.rstrip(" |") + " |"), (readme_row, row)
