@@ -11,33 +11,53 @@ module: gpu_diagnose
 short_description: Why does this GPU Pod not run - driver, runtime, device plugin, node, scheduler, workload
 description:
   - Walks the layers a GPU Pod needs, bottom-up in the order of judgment - C(driver) (the host
-    sees the GPU), C(container-runtime) (containerd has the RuntimeClass's handler loaded),
-    C(device-plugin) (a plugin Pod runs on the node, Ready, mounting
-    C(/var/lib/kubelet/device-plugins)), C(node-advertisement) (the resource in capacity and
-    allocatable), C(scheduling) (the Pod's PodScheduled condition, with the taints, affinity,
+    sees the GPU - nvidia-smi, the kernel's NVRM/Xid lines, the GPU count, Fabric Manager on
+    NVSwitch systems), C(container-runtime) (the RUNNING containerd has the RuntimeClass's
+    handler, or - for a Pod without one - its default runtime is NVIDIA's or CDI is on; a
+    restart pending is its own finding), C(device-plugin) (a plugin Pod runs on the node,
+    Ready, mounting C(/var/lib/kubelet/device-plugins), and its log shows no error),
+    C(node-advertisement) (the resource in capacity and allocatable, against nvidia-smi's GPU
+    count), C(scheduling) (the Pod's PodScheduled condition, with the taints, affinity,
     RuntimeClass and requests the scheduler's message names), C(workload) (phase, container
     states, restarts) - and returns each layer's status with the evidence read for it.
+  - Error texts in events, container states and logs (the plugin's and the Pod's) are judged
+    at the layer that causes them - e.g. the plugin's C(could not load NVML library) at the
+    container runtime, C(no runtime for "nvidia" is configured) at the container runtime,
+    C(Driver/library version mismatch) or C(GPU is lost) at the driver,
+    C(UnexpectedAdmissionError) at the device plugin - with the text as evidence.
   - Status C(ok), C(broken), C(skipped) (could not be checked from here - the reason says why;
     never counted as ok) or C(unknown). RV(first_broken) is the lowest broken layer.
   - The node judged is the one the Pod is bound to; for a Pending Pod, each node its
     nodeSelector and required node affinity admit (when the affinity admits none, the nodes its
     nodeSelector admits), reporting the node whose path reaches furthest; or O(node).
-  - O(node_facts) carries what a node-side role gathered over SSH (nvidia-smi, C(containerd
-    config dump), the plugin socket); it decides the driver and container-runtime layers.
-    Without it the driver layer reads O(driver_label) on the node and the container-runtime
-    layer is C(skipped) (what containerd loaded can only be read on the node). When
-    O(node_facts) and the cluster disagree, the evidence says so and the cluster decides the
-    device-plugin, node-advertisement and scheduling layers.
-  - Only reads the cluster. With O(dest) writes the report as Markdown, kept once written.
+  - Reads a live cluster (O(kubeconfig)) or a folder (O(bundle)) - a gpu_support_bundle folder
+    (C(cluster/*.json), C(logs/<ns>/<pod>.log), C(nodes/<node>/...)) or what the GPU
+    Operator's C(must-gather.sh) writes - with the same rules. What a folder lacks makes the
+    layers it feeds C(skipped) or C(unknown).
+  - Only reads. With O(dest) writes the report as Markdown, kept once written.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
-extends_documentation_fragment: [lab_kube]
 options:
+  kubeconfig:
+    description:
+      - Path of the kubeconfig of the live cluster; not used with O(bundle).
+      - Understood - client certificates and CAs (files, relative to the kubeconfig, or
+        C(-data)), C(insecure-skip-tls-verify), C(tls-server-name), C(token), C(tokenFile),
+        basic auth, a server URL with a path prefix, and exec credential plugins.
+    type: path
+  context:
+    description: Context in the kubeconfig; its current context when omitted.
+    type: str
+  bundle:
+    description:
+      - A support bundle folder to judge instead of a live cluster - the gpu_support_bundle
+        layout or a GPU Operator must-gather folder.
+    type: path
   namespace:
     description: Namespace of O(pod).
     type: str
   pod:
-    description: The GPU Pod to diagnose; without it, the node O(node) is diagnosed.
+    description: The GPU Pod to diagnose, as C(NAME) (with O(namespace)) or C(NS/NAME); without it, the node O(node) is diagnosed.
     type: str
   node:
     description: The node to judge (default - the Pod's node, or the nodes a Pending Pod admits).
@@ -50,19 +70,28 @@ options:
     description: Namespace of the device-plugin Pods; all namespaces when omitted.
     type: str
   device_plugin_selector:
-    description: Label selector of the device-plugin Pods.
+    description:
+      - Label selector of the device-plugin Pods. When omitted, any of the three labelings -
+        C(name=nvidia-device-plugin-ds) (static manifest), C(app=nvidia-device-plugin-daemonset)
+        (GPU Operator), C(app.kubernetes.io/name=nvidia-device-plugin) (Helm chart; its GFD and
+        MPS Pods are told apart by their containers).
     type: str
-    default: name=nvidia-device-plugin-ds
   driver_label:
-    description: The node label that carries the driver version (GPU feature discovery's).
+    description:
+      - A node label that carries the driver version, read first; the others known are still
+        read - C(gpu-incident-lab/driver-version), C(nvidia.com/cuda.driver-version.full),
+        C(nvidia.com/cuda.driver-version.major), the deprecated C(nvidia.com/cuda.driver.major).
+        A label is evidence, never proof of a driver or of its absence.
     type: str
-    default: nvidia.com/cuda.driver.major
   node_facts:
     description:
-      - Per node name, what the node side found - C(driver_ok) (bool, nvidia-smi works),
-        C(driver_version) (str), C(runtimes_loaded) (list of runtime names from
-        C(containerd config dump)), C(device_plugin_socket) (bool, a plugin socket in
-        C(/var/lib/kubelet/device-plugins)). Any key may be left out.
+      - Per node name, what the node side found (gpu_node_facts' RV(node_facts)) - any of
+        C(driver_ok), C(driver_version), C(driver_error), C(nvidia_smi), C(gpus),
+        C(runtimes_running) (alias C(runtimes_loaded)), C(runtimes_configured),
+        C(restart_pending), C(default_runtime), C(default_runtime_configured), C(cdi_enabled),
+        C(cdi_spec_dirs), C(cri_error), C(containerd_errors), C(kernel_xid),
+        C(fabric_manager), C(device_plugin_sockets), C(device_plugin_socket), C(mig_lgip),
+        C(mig_lgipp), C(runtime_binaries). With O(bundle) they are merged over the bundle's own.
     type: dict
   dest:
     description: Write the report (Markdown) here; an existing report is kept as it is.
@@ -74,6 +103,8 @@ attributes:
   diff_mode:
     description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
+notes:
+  - Talks to the API server from the host the task runs on - usually the controller.
 """
 
 EXAMPLES = r"""
@@ -96,9 +127,15 @@ EXAMPLES = r"""
       gpu-worker-3:
         driver_ok: true
         driver_version: "550.54.15"
-        runtimes_loaded: [runc]
-        device_plugin_socket: true
+        runtimes_running: [runc]
+        runtimes_configured: [runc, nvidia]
+        device_plugin_sockets: [nvidia-gpu.sock]
     dest: /var/tmp/gpu-worker-3-diagnosis.md
+
+- name: The same judgment from a support bundle someone sent
+  gpu_diagnose:
+    bundle: /var/tmp/bundle-2026-12-01
+    pod: ml/trainer-0
 """
 
 RETURN = r"""
@@ -120,6 +157,10 @@ candidates:
   returned: success
   type: list
   elements: str
+source:
+  description: What was read - C(live), C(bundle) or C(must-gather).
+  returned: success
+  type: str
 report:
   description: The Markdown report.
   returned: success
@@ -128,19 +169,28 @@ report:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.gpu_layers import DiagnoseError, Diagnosis, markdown  # noqa: E402
+from ansible.module_utils.gpu_sources import LiveSource, open_bundle  # noqa: E402
 from ansible.module_utils.lab_files import write_text  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeError, client  # noqa: E402
+from ansible.module_utils.lab_kube import KubeError, client  # noqa: E402
 
-FACT_TYPES = {"driver_ok": bool, "driver_version": str, "runtimes_loaded": list,
-              "device_plugin_socket": bool}
+FACT_TYPES = {"driver_ok": bool, "driver_version": str, "driver_error": str, "nvidia_smi": str,
+              "gpus": list, "runtimes_running": list, "runtimes_loaded": list,
+              "runtimes_configured": list, "restart_pending": bool, "default_runtime": str,
+              "default_runtime_configured": str, "cdi_enabled": bool, "cdi_spec_dirs": list,
+              "cri_error": str, "containerd_errors": list, "kernel_xid": list,
+              "fabric_manager": str, "device_plugin_sockets": list, "device_plugin_socket": bool,
+              "mig_lgip": str, "mig_lgipp": str, "runtime_binaries": dict}
+STRING_LISTS = ("runtimes_running", "runtimes_loaded", "runtimes_configured", "cdi_spec_dirs",
+                "containerd_errors", "kernel_xid", "device_plugin_sockets")
+TYPE_NAMES = {bool: "boolean", str: "string", list: "list", dict: "mapping"}
 
 
 def check_facts(facts):
     """None, or the message that says what is wrong with node_facts."""
     for node, entry in (facts or {}).items():
         if not isinstance(entry, dict):
-            return ("node_facts[%s] must be a mapping (driver_ok, driver_version, runtimes_loaded, "
-                    "device_plugin_socket), got %s" % (node, type(entry).__name__))
+            return ("node_facts[%s] must be a mapping (driver_ok, driver_version, runtimes_running, "
+                    "device_plugin_sockets, ...), got %s" % (node, type(entry).__name__))
         for key, value in entry.items():
             if key not in FACT_TYPES:
                 return "node_facts[%s]: unknown key %r; known: %s" % (node, key, ", ".join(FACT_TYPES))
@@ -150,35 +200,57 @@ def check_facts(facts):
                 continue
             if not isinstance(value, FACT_TYPES[key]):
                 return "node_facts[%s].%s must be a %s, got %r" % (
-                    node, key, {bool: "boolean", str: "string", list: "list"}[FACT_TYPES[key]], value)
-            if key == "runtimes_loaded" and not all(isinstance(v, str) for v in value):
-                return "node_facts[%s].runtimes_loaded must list runtime names (strings)" % node
+                    node, key, TYPE_NAMES[FACT_TYPES[key]], value)
+            if key in STRING_LISTS and not all(isinstance(v, str) for v in value):
+                return "node_facts[%s].%s must list strings (names or lines)" % (node, key)
+            if key == "gpus" and not all(isinstance(g, dict) for g in value):
+                return ("node_facts[%s].gpus must list mappings (index, name, uuid, "
+                        "driver_version, memory_total_mib)" % node)
     return None
 
 
+def clean_facts(facts):
+    """node_facts without the None values (a key present only when it could be read)."""
+    out = {}
+    for node, entry in (facts or {}).items():
+        out[node] = {k: (str(v) if k == "driver_version" else v)
+                     for k, v in entry.items() if v is not None}
+    return out
+
+
 def main():
-    spec = dict(KUBE_ARGS)
-    spec.update(
+    spec = dict(
+        kubeconfig=dict(type="path"),
+        context=dict(type="str"),
+        bundle=dict(type="path"),
         namespace=dict(type="str"),
         pod=dict(type="str"),
         node=dict(type="str"),
         resource=dict(type="str", default="nvidia.com/gpu"),
         device_plugin_namespace=dict(type="str"),
-        device_plugin_selector=dict(type="str", default="name=nvidia-device-plugin-ds"),
-        driver_label=dict(type="str", default="nvidia.com/cuda.driver.major"),
+        device_plugin_selector=dict(type="str"),
+        driver_label=dict(type="str"),
         node_facts=dict(type="dict"),
         dest=dict(type="path"),
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
-                           required_one_of=[("pod", "node")], required_by={"pod": "namespace"})
+                           required_one_of=[("pod", "node"), ("kubeconfig", "bundle")],
+                           mutually_exclusive=[("kubeconfig", "bundle")])
     p = module.params
+    if p["pod"] and "/" not in p["pod"] and not p["namespace"]:
+        module.fail_json(msg="pod %s: give its namespace (namespace: NS) or write it as NS/NAME"
+                         % p["pod"])
     problem = check_facts(p["node_facts"])
     if problem:
         module.fail_json(msg=problem)
+    facts = clean_facts(p["node_facts"])
     try:
-        kube = client(p["kubeconfig"], p["context"])
-        diagnosis = Diagnosis(kube, p["resource"], p["device_plugin_namespace"],
-                              p["device_plugin_selector"], p["driver_label"], p["node_facts"])
+        if p["bundle"]:
+            source = open_bundle(p["bundle"], facts)
+        else:
+            source = LiveSource(client(p["kubeconfig"], p["context"]), facts)
+        diagnosis = Diagnosis(source, p["resource"], p["device_plugin_namespace"],
+                              p["device_plugin_selector"], p["driver_label"])
         result = diagnosis.run(p["namespace"], p["pod"], p["node"])
     except (DiagnoseError, KubeError, RuntimeError) as exc:
         module.fail_json(msg=exc.message if isinstance(exc, DiagnoseError) else str(exc))

@@ -85,24 +85,37 @@ def _fake(path, script):
 
 
 def test_gpu_node_facts_with_real_containerd(module_runner, containerd_oracle, tmp_path):
+    # the stand-in for nvidia-smi prints what the contract's --query-gpu CSV query prints
     config = tmp_path / "config.toml"
     config.write_text(LAB_MAIN)
-    smi = _fake(tmp_path / "nvidia-smi", "echo 550.54.15\necho 550.54.15\n")
+    smi = _fake(tmp_path / "nvidia-smi", 'case "$1" in --query-gpu=*) echo "0, NVIDIA H100 80GB HBM3, '
+                'GPU-1, 550.54.15, 81559 MiB"; echo "1, NVIDIA H100 80GB HBM3, GPU-2, 550.54.15, 81559 MiB";; '
+                '*) exit 6;; esac\n')
     sockets = tmp_path / "device-plugins"
     sockets.mkdir()
     (sockets / "kubelet.sock").write_text("")
     out = module_runner(gpu_node_facts.main, {"nvidia_smi": smi, "containerd": containerd_oracle,
                                               "containerd_config": str(config),
-                                              "socket_dir": str(sockets)})
+                                              "socket_dir": str(sockets), "crictl": "/nonexistent/crictl",
+                                              "journalctl": "/nonexistent/journalctl",
+                                              "kernel_log": str(tmp_path / "none.log")})
     facts = out["node_facts"]
-    assert sorted(facts.pop("runtimes_loaded")) == ["nvidia", "nvidia-cdi", "runc"]
-    assert facts == {"driver_ok": True, "driver_version": "550.54.15", "device_plugin_socket": False}
+    assert sorted(facts.pop("runtimes_configured")) == ["nvidia", "nvidia-cdi", "runc"]
+    assert [g["uuid"] for g in facts.pop("gpus")] == ["GPU-1", "GPU-2"]
+    assert facts == {"driver_ok": True, "driver_version": "550.54.15", "nvidia_smi": smi,
+                     "default_runtime": "runc", "default_runtime_configured": "runc",
+                     "device_plugin_socket": False, "device_plugin_sockets": []}
     (sockets / "nvidia-gpu.sock").write_text("")
     broken = _fake(tmp_path / "smi-broken", "echo 'NVIDIA-SMI has failed because it could not "
                    "communicate with the NVIDIA driver' >&2\nexit 9\n")
     out = module_runner(gpu_node_facts.main, {"nvidia_smi": broken, "containerd": "/nonexistent/containerd",
-                                              "socket_dir": str(sockets)})
-    assert out["node_facts"] == {"driver_ok": False, "device_plugin_socket": True}
+                                              "crictl": "/nonexistent/crictl", "socket_dir": str(sockets),
+                                              "journalctl": "/nonexistent/journalctl",
+                                              "kernel_log": str(tmp_path / "none.log")})
+    assert out["node_facts"] == {"driver_ok": False, "nvidia_smi": broken,
+                                 "driver_error": "NVIDIA-SMI has failed because it could not "
+                                 "communicate with the NVIDIA driver",
+                                 "device_plugin_socket": True, "device_plugin_sockets": ["nvidia-gpu.sock"]}
     assert any(c["output"] == "not found" for c in out["checks"])
 
 

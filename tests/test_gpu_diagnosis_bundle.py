@@ -1,0 +1,505 @@
+"""gpu_diagnose judging support bundles and must-gather folders built around real artefacts.
+
+Every node-side text comes from tests/diagnosis_corpus: what containerd 1.6.20 and 2.2.0 printed
+here when asked with crictl (containerd-*/README.md), and excerpts of public bug reports
+(real/SOURCE.md). The cluster objects are shaped as `kubectl get -o json` prints them.
+"""
+import copy
+import gzip
+import json
+import pathlib
+import shutil
+
+import pytest
+
+import gpu_diagnose
+from ansible.module_utils import gpu_artefacts as ga
+from ansible.module_utils import gpu_layers as gl
+from ansible.module_utils import gpu_sources as gs
+
+CORPUS = pathlib.Path(__file__).resolve().parent / "diagnosis_corpus"
+REAL = CORPUS / "real"
+C16 = CORPUS / "containerd-1.6.20"
+C22 = CORPUS / "containerd-2.2.0"
+NODE = "gpu-a100-7"
+QUERY_OK = ("0, NVIDIA A100-SXM4-40GB, GPU-6cd1a7c4-5f1e-7c2b-91a4-0d1e2f3a4b5c, 550.54.15, 40960 MiB\n"
+            "1, NVIDIA A100-SXM4-40GB, GPU-7de2b8d5-6a2f-8d3c-a2b5-1e2f3a4b5c6d, 550.54.15, 40960 MiB\n")
+
+
+def read(path):
+    return pathlib.Path(path).read_text()
+
+
+def node_obj(gpus="2", alloc=None, labels=None, taints=None):
+    base = {"kubernetes.io/hostname": NODE, "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.count": "2", "nvidia.com/cuda.driver-version.full": "550.54.15"}
+    base.update(labels or {})
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "labels": base},
+            "spec": {"taints": taints} if taints else {},
+            "status": {"capacity": {"cpu": "64", "nvidia.com/gpu": gpus},
+                       "allocatable": {"cpu": "64", "nvidia.com/gpu": alloc if alloc is not None else gpus},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def plugin_pod(name, labels, containers=None, phase="Running", ready="True", waiting=None,
+               namespace="gpu-operator"):
+    containers = containers or [{"name": "nvidia-device-plugin", "image":
+                                 "nvcr.io/nvidia/k8s-device-plugin:v0.17.3",
+                                 "volumeMounts": [{"name": "device-plugin",
+                                                   "mountPath": "/var/lib/kubelet/device-plugins"}]}]
+    status = {"phase": phase, "conditions": [{"type": "Ready", "status": ready}],
+              "containerStatuses": [{"name": containers[0]["name"], "ready": ready == "True",
+                                     "restartCount": 7 if waiting else 0,
+                                     "state": {"waiting": {"reason": waiting}} if waiting
+                                     else {"running": {}}}]}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {"nodeName": NODE, "containers": containers,
+                     "volumes": [{"name": "device-plugin",
+                                  "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}]},
+            "status": status}
+
+
+OPERATOR_LABELS = {"app": "nvidia-device-plugin-daemonset"}
+HELM_LABELS = {"app.kubernetes.io/name": "nvidia-device-plugin", "app.kubernetes.io/instance": "nvdp"}
+
+
+def workload(name="trainer-0", runtime_class="nvidia", bound=True, phase="Pending", gpus=1,
+             waiting="ContainerCreating", status_extra=None):
+    spec = {"containers": [{"name": "cuda", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
+                            "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}
+    if runtime_class:
+        spec["runtimeClassName"] = runtime_class
+    status = {"phase": phase, "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    if bound:
+        spec["nodeName"] = NODE
+        status["containerStatuses"] = [{"name": "cuda", "ready": phase == "Running", "restartCount": 0,
+                                        "state": {"waiting": {"reason": waiting}} if waiting
+                                        else {"running": {}}}]
+    status.update(status_extra or {})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
+            "spec": spec, "status": status}
+
+
+def event(pod, reason, message, namespace="ml"):
+    return {"apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": reason,
+            "metadata": {"name": "%s.1879f3c2a1b4d5e6" % pod, "namespace": namespace},
+            "message": message, "involvedObject": {"kind": "Pod", "name": pod, "namespace": namespace}}
+
+
+class Bundle:
+    """A support bundle folder in the issue's layout."""
+
+    def __init__(self, root):
+        self.root = pathlib.Path(root)
+        self.cluster = {"nodes.json": [node_obj()], "pods.json": [], "runtimeclasses.json": [
+            {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
+             "handler": "nvidia"}], "events.json": [], "daemonsets.json": []}
+        self.node_files = {}
+        self.logs = {}
+
+    def write(self):
+        """(Re)write the folder: exactly what the object holds now."""
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        for name, items in self.cluster.items():
+            if items is None:
+                continue
+            path = self.root / "cluster" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=1))
+        for name, text in self.node_files.items():
+            path = self.root / "nodes" / NODE / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        for (ns, pod), text in self.logs.items():
+            path = self.root / "logs" / ns / (pod + ".log")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return str(self.root)
+
+
+def healthy(tmp_path, info=C22 / "crictl-info-runc-nvidia.json"):
+    b = Bundle(tmp_path / "bundle")
+    b.cluster["pods.json"] = [plugin_pod("nvidia-device-plugin-daemonset-x7k2p", OPERATOR_LABELS)]
+    b.node_files = {"nvidia-smi-query.csv": QUERY_OK, "crictl-info.json": read(info),
+                    "containerd-config-dump.toml": read(C22 / "config-dump.toml"),
+                    "device-plugins.txt": "kubelet.sock\nnvidia-gpu.sock\n",
+                    "dmesg.txt": "[    3.1] Linux version 6.1.0\n"}
+    return b
+
+
+def diagnose(module_runner, bundle, **args):
+    out = module_runner(gpu_diagnose.main, dict({"bundle": bundle}, **args))
+    assert not out["failed"], out.get("msg")
+    assert [l["layer"] for l in out["layers"]] == gl.LAYERS
+    return out
+
+
+def layer(out, name):
+    return next(l for l in out["layers"] if l["layer"] == name)
+
+
+def evidence_text(out, name):
+    return json.dumps(layer(out, name)["evidence"])
+
+
+# --------------------------------------------------------------------- the artefact parsers
+def test_crictl_info_of_real_daemons():
+    info = ga.parse_crictl_info(read(C16 / "crictl-info-runc.json"))
+    assert info["runtimes_running"] == ["runc"] and info["default_runtime"] == "runc"
+    assert "cdi_enabled" not in info and info["cdi_absent"]          # 1.6 has no CDI
+    info = ga.parse_crictl_info(read(C22 / "crictl-info-runc-nvidia.json"))
+    assert sorted(info["runtimes_running"]) == ["nvidia", "runc"]
+    assert info["cdi_enabled"] is True and info["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
+    assert sorted(info["runtime_handlers"]) == ["nvidia", "runc"]    # 2.x: default entry {} has no name
+    assert info["runtime_binaries"]["nvidia"] == "/usr/bin/nvidia-container-runtime"
+    info = ga.parse_crictl_info(read(C22 / "crictl-info-nvidia-default-cdi-off.json"))
+    assert info["default_runtime"] == "nvidia" and info["cdi_enabled"] is False
+    # crictl's own error when the CRI plugin did not load (1.6.20 after the restart)
+    info = ga.parse_crictl_info(read(C16 / "crictl-info-after-restart.err"))
+    assert "unknown service runtime.v1.RuntimeService" in info["cri_error"]
+    # a 2.x daemon's verbose info that only has runtimeHandlers still names the runtimes
+    only = {"status": {}, "runtimeHandlers": [{}, {"name": "nvidia"}, {"name": "runc"}]}
+    assert ga.parse_crictl_info(json.dumps(only))["runtimes_running"] == ["nvidia", "runc"]
+    with pytest.raises(ga.ArtefactError, match=r"line 2 column"):
+        ga.parse_crictl_info('{"config":\n  {"containerd": [}', "nodes/n/crictl-info.json")
+
+
+def test_config_dumps_and_the_incident_facts():
+    dump = ga.parse_config_dump(read(C16 / "config-dump-after-dropin.toml"))
+    assert dump == {"runtimes_configured": ["nvidia"], "default_runtime_configured": "runc"}
+    dump = ga.parse_config_dump(read(C22 / "config-dump.toml"))
+    assert sorted(dump["runtimes_configured"]) == ["nvidia", "runc"]
+    assert dump["cdi_enabled_configured"] is True
+    facts = ga.facts_from_artefacts({
+        "crictl-info.json": read(C16 / "crictl-info-dropin-not-restarted.json"),
+        "containerd-config-dump.toml": read(C16 / "config-dump-after-dropin.toml"),
+        "containerd.log": read(C16 / "containerd-after-restart.log")})
+    assert facts["runtimes_running"] == facts["runtimes_loaded"] == ["runc"]
+    assert facts["runtimes_configured"] == ["nvidia"] and facts["restart_pending"] is True
+    assert facts["cdi_enabled"] is False
+    assert any("no corresponding runtime configured" in line for line in facts["containerd_errors"])
+    with pytest.raises(ga.ArtefactError, match="not TOML"):
+        ga.parse_config_dump("version = 2\n[plugins\n")
+
+
+def test_nvidia_smi_kernel_fabric_and_sockets():
+    gpus = ga.parse_smi_query(QUERY_OK)
+    assert [g["index"] for g in gpus] == [0, 1] and gpus[0]["memory_total_mib"] == 40960
+    assert gpus[1]["uuid"].startswith("GPU-7de2") and gpus[0]["name"] == "NVIDIA A100-SXM4-40GB"
+    with pytest.raises(ga.ArtefactError, match="line 1.*noheader"):
+        ga.parse_smi_query("GPU 0: A100 (UUID: GPU-1)\n")
+    lost = ga.facts_from_artefacts({"nvidia-smi.txt": read(REAL / "nvidia-smi-gpu-lost.txt")})
+    assert lost["driver_ok"] is False and "GPU is lost" in lost["driver_error"]
+    failed = ga.facts_from_artefacts({"nvidia-smi-query.csv": "Failed to initialize NVML: "
+                                      "Driver/library version mismatch\n"}, smi_rc=18)
+    assert failed == {"driver_ok": False,
+                      "driver_error": "Failed to initialize NVML: Driver/library version mismatch"}
+    kernel = ga.kernel_nvrm_lines(read(REAL / "dmesg-fallen-off-bus.txt"))
+    assert len(kernel) == 5 and ga.gpu_lost_lines(kernel)
+    assert ga.xids(ga.kernel_nvrm_lines(read(REAL / "dmesg-xid79.txt")))[0][:2] == (79, "PCI:0000:44:00")
+    assert ga.gpu_lost_lines(ga.kernel_nvrm_lines(read(REAL / "dmesg-rminitadapter.txt")))
+    assert ga.parse_fabric_manager("LoadState=loaded\nActiveState=failed\n") == "failed"
+    assert ga.parse_fabric_manager("Unit nvidia-fabricmanager.service could not be found.") == "not-installed"
+    assert ga.parse_fabric_manager("LoadState=not-found\nActiveState=inactive\n") == "not-installed"
+    assert ga.parse_fabric_manager("   Active: active (running) since Tue") == "active"
+    assert ga.plugin_sockets(["kubelet.sock", "nvidia-gpu.sock", "nvidia-mig-1g.10gb.sock",
+                              "other.sock"]) == ["nvidia-gpu.sock", "nvidia-mig-1g.10gb.sock"]
+    assert ga.plugin_sockets(["nvidia-gpu.sock", "nvidia-mig-1g.10gb.sock"],
+                             ["nvidia.com/mig-1g.10gb"]) == ["nvidia-mig-1g.10gb.sock"]
+
+
+def test_text_rules_name_the_causing_layer():
+    cases = {"plugin-v0.17.3-nvml-not-detected.log": "container-runtime",
+             "plugin-v0.11-could-not-load-nvml.log": "container-runtime",
+             "plugin-no-devices-found.log": "container-runtime",
+             "event-no-runtime-nvidia-1.x.txt": "container-runtime",
+             "event-no-runtime-nvidia-2.x.txt": "container-runtime",
+             "event-cdi-unresolvable.txt": "container-runtime",
+             "pod-admission-gpu-lost.txt": "driver",        # surfaces at admission, caused below
+             "pod-admission-no-healthy.txt": "device-plugin",
+             "nvidia-smi-gpu-lost.txt": "driver",
+             "cuda-802.log": "driver"}
+    for name, want in cases.items():
+        found = gl.text_findings(read(REAL / name), name)
+        assert found and {f["layer"] for f in found} == {want}, (name, found)
+
+
+# --------------------------------------------------------------------------- bundle judgment
+def test_healthy_operator_node_on_cdi_reads_ok(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    b.cluster["pods.json"].append(workload(runtime_class=None, phase="Running", waiting=None))
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert out["first_broken"] is None and out["source"] == "bundle", out["report"]
+    assert all(l["status"] == "ok" for l in out["layers"]), out["report"]
+    # judged by the default runtime and CDI, not as if it wanted nvidia
+    assert "CDI is on" in layer(out, "container-runtime")["next"]
+    assert "cluster/pods.json [gpu-operator/nvidia-device-plugin-daemonset-x7k2p]" in \
+        evidence_text(out, "device-plugin")
+
+
+def test_pod_without_runtimeclass_on_runc_without_cdi_is_broken(module_runner, tmp_path):
+    b = healthy(tmp_path, info=C16 / "crictl-info-runc.json")
+    b.node_files.pop("containerd-config-dump.toml")
+    b.cluster["pods.json"].append(workload(runtime_class=None, phase="Running", waiting=None))
+    out = diagnose(module_runner, b.write(), namespace="ml", pod="trainer-0")
+    assert out["first_broken"] == "container-runtime"
+    assert "default runtime runc" in layer(out, "container-runtime")["next"]
+    # the same node with NVIDIA's runtime as the default (2.2.0, CDI off) is fine
+    b.node_files["crictl-info.json"] = read(C22 / "crictl-info-nvidia-default-cdi-off.json")
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert layer(out, "container-runtime")["status"] == "ok"
+
+
+def test_the_incident_drop_in_written_containerd_never_restarted(module_runner, tmp_path):
+    b = healthy(tmp_path, info=C16 / "crictl-info-dropin-not-restarted.json")
+    b.node_files["containerd-config-dump.toml"] = read(C16 / "config-dump-after-dropin.toml")
+    b.cluster["pods.json"].append(workload())
+    b.cluster["events.json"] = [event("trainer-0", "FailedCreatePodSandBox",
+                                      read(REAL / "event-no-runtime-nvidia-1.x.txt").split("kubelet", 1)[1].strip())]
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    runtime = layer(out, "container-runtime")
+    assert out["first_broken"] == "container-runtime" and runtime["status"] == "broken"
+    assert "restart is pending" in runtime["next"]
+    text = evidence_text(out, "container-runtime")
+    assert "restart pending" in text and "no runtime for \\\"nvidia\\\" is configured" in text
+    assert "runc gone from the files" in text          # what the next restart would do (1.6)
+    # the workload says where its failure is caused
+    assert "caused at the container-runtime layer" in evidence_text(out, "workload")
+
+
+def test_cri_plugin_down_after_restart(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    b.node_files["crictl-info.json"] = read(C16 / "crictl-info-after-restart.err")
+    b.node_files["containerd.log"] = read(C16 / "containerd-after-restart.log")
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert out["first_broken"] == "container-runtime"
+    assert "failed to load plugin io.containerd.grpc.v1.cri" in evidence_text(out, "container-runtime")
+
+
+def test_plugin_pods_by_any_labeling_and_not_gfd(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    gfd = plugin_pod("nvdp-nvidia-device-plugin-gpu-feature-discovery-2xq", HELM_LABELS, containers=[
+        {"name": "gpu-feature-discovery-ctr", "command": ["gpu-feature-discovery"]}], namespace="nvdp")
+    mps = plugin_pod("nvdp-nvidia-device-plugin-mps-control-daemon-9kz", HELM_LABELS, containers=[
+        {"name": "mps-control-daemon-ctr", "command": ["mps-control-daemon"]}], namespace="nvdp")
+    b.cluster["pods.json"] = [gfd, mps]
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert out["first_broken"] == "device-plugin", out["report"]
+    text = evidence_text(out, "device-plugin")
+    assert "GPU feature discovery, not the device plugin" in text and "MPS control daemon" in text
+    helm = plugin_pod("nvdp-nvidia-device-plugin-8hz4q", HELM_LABELS, namespace="nvdp")
+    for labels in (HELM_LABELS, OPERATOR_LABELS, {"name": "nvidia-device-plugin-ds"}):
+        b.cluster["pods.json"] = [gfd, mps, dict(copy.deepcopy(helm), metadata=dict(
+            helm["metadata"], labels=labels))]
+        out = diagnose(module_runner, b.write(), node=NODE)
+        assert layer(out, "device-plugin")["status"] == "ok", (labels, out["report"])
+    # an explicit selector is the only one used
+    out = diagnose(module_runner, b.write(), node=NODE, device_plugin_selector="app=mine")
+    assert layer(out, "device-plugin")["status"] == "broken"
+
+
+def test_plugin_without_nvml_is_a_runtime_break(module_runner, tmp_path):
+    b = healthy(tmp_path, info=C16 / "crictl-info-runc.json")
+    b.node_files.pop("containerd-config-dump.toml")
+    crash = plugin_pod("nvidia-device-plugin-daemonset-x7k2p", OPERATOR_LABELS, phase="Running",
+                       ready="False", waiting="CrashLoopBackOff")
+    b.cluster["pods.json"] = [crash]
+    b.logs[("gpu-operator", crash["metadata"]["name"])] = read(REAL / "plugin-v0.17.3-nvml-not-detected.log")
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert out["first_broken"] == "container-runtime", out["report"]
+    assert "could not load NVML library" in evidence_text(out, "container-runtime")
+    assert layer(out, "device-plugin")["status"] == "broken"
+    assert "caused at the container-runtime layer" in evidence_text(out, "device-plugin")
+
+
+def test_driver_from_nvidia_smi_and_kernel_never_from_a_label(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    b.node_files.pop("nvidia-smi-query.csv")
+    b.node_files["nvidia-smi.txt"] = read(REAL / "nvidia-smi-gpu-lost.txt")
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert out["first_broken"] == "driver" and "GPU is lost" in evidence_text(out, "driver")
+    assert "fell off the bus" in layer(out, "driver")["next"]
+    # nvidia-smi answers, but the kernel says a GPU fell off the bus
+    b.node_files["nvidia-smi-query.csv"] = QUERY_OK
+    b.node_files.pop("nvidia-smi.txt")
+    b.node_files["dmesg.txt"] = read(REAL / "dmesg-fallen-off-bus.txt")
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert out["first_broken"] == "driver" and "fallen off the bus" in evidence_text(out, "driver")
+    # one GPU of two listed: GFD counted two
+    b.node_files["dmesg.txt"] = ""
+    b.node_files["nvidia-smi-query.csv"] = QUERY_OK.splitlines()[0] + "\n"
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert out["first_broken"] == "driver" and "lists 1 GPU" in layer(out, "driver")["next"]
+    # no nvidia-smi output at all: the label is present, still unknown - never ok
+    b.node_files.pop("nvidia-smi-query.csv")
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert layer(out, "driver")["status"] == "unknown" and layer(out, "driver")["reason"]
+    assert "cuda.driver-version.full" in evidence_text(out, "driver")
+
+
+def test_admission_errors_land_where_they_are_caused(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    b.node_files.pop("nvidia-smi-query.csv")      # the node side was not collected
+    b.cluster["pods.json"].append(workload(phase="Failed", waiting=None, bound=True, status_extra={
+        "reason": "UnexpectedAdmissionError", "message": read(REAL / "pod-admission-gpu-lost.txt").strip()}))
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert out["first_broken"] == "driver", out["report"]
+    assert "nvml: GPU is lost" in evidence_text(out, "driver")
+    assert layer(out, "workload")["status"] == "broken"
+    # nvidia-smi answers for both GPUs now: the admission text is history, said as a note
+    b.node_files["nvidia-smi-query.csv"] = QUERY_OK
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert layer(out, "driver")["status"] == "ok" and "older error texts" in evidence_text(out, "driver")
+    b.cluster["pods.json"][-1]["status"]["message"] = read(REAL / "pod-admission-no-healthy.txt").strip()
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert out["first_broken"] == "device-plugin", out["report"]
+
+
+def test_unhealthy_gpus_cut_at_the_advertisement(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    b.cluster["nodes.json"] = [node_obj(gpus="2", alloc="1")]
+    b.node_files["dmesg.txt"] = "[ 99.1] NVRM: Xid (PCI:0000:07:00): 48, pid=2187, DBE (double bit error) ...\n"
+    pod = workload(bound=False, gpus=2, waiting=None)
+    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                    "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}]
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODE}
+    b.cluster["pods.json"].append(pod)
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert out["first_broken"] == "node-advertisement", out["report"]
+    assert "only 1 are healthy" in layer(out, "node-advertisement")["next"]
+    assert "Xid (PCI:0000:07:00): 48" in evidence_text(out, "node-advertisement")
+    assert layer(out, "scheduling")["status"] == "broken"
+
+
+def test_fabric_manager_down_and_cuda_802(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    b.node_files["fabric-manager.txt"] = "LoadState=loaded\nActiveState=failed\n"
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert out["first_broken"] == "driver" and "Fabric Manager is failed" in layer(out, "driver")["next"]
+    # no fabric-manager.txt, but the workload's log has CUDA's 802
+    b.node_files.pop("fabric-manager.txt")
+    b.cluster["pods.json"].append(workload(phase="Running", waiting=None, runtime_class="nvidia"))
+    b.cluster["pods.json"][-1]["status"]["containerStatuses"][0].update(
+        {"state": {"terminated": {"exitCode": 1, "reason": "Error"}}, "restartCount": 3})
+    b.logs[("ml", "trainer-0")] = read(REAL / "cuda-802.log")
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert out["first_broken"] == "driver" and "802" in evidence_text(out, "driver")
+
+
+def test_cdi_spec_missing_is_a_runtime_break(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    b.cluster["pods.json"].append(workload(runtime_class=None))
+    b.cluster["events.json"] = [event("trainer-0", "Failed", read(REAL / "event-cdi-unresolvable.txt").strip())]
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert out["first_broken"] == "container-runtime"
+    assert "nvidia-ctk cdi generate" in layer(out, "container-runtime")["next"]
+
+
+def test_what_a_bundle_lacks_is_skipped_or_unknown(module_runner, tmp_path):
+    b = Bundle(tmp_path / "thin")
+    b.cluster["runtimeclasses.json"] = None
+    b.cluster["events.json"] = None
+    b.cluster["pods.json"] = [plugin_pod("nvidia-device-plugin-daemonset-x7k2p", OPERATOR_LABELS),
+                              workload(phase="Running", waiting=None)]
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    statuses = {l["layer"]: l["status"] for l in out["layers"]}
+    assert statuses["driver"] == "unknown" and statuses["container-runtime"] in ("unknown", "skipped")
+    assert out["first_broken"] is None
+    assert all(l.get("reason") for l in out["layers"] if l["status"] in ("unknown", "skipped"))
+    # no pods.json at all: the device plugin cannot be judged, and a Pod cannot be read
+    (tmp_path / "thin" / "cluster" / "pods.json").unlink()
+    out = diagnose(module_runner, str(tmp_path / "thin"), node=NODE)
+    assert layer(out, "device-plugin")["status"] == "skipped"
+    bad = module_runner(gpu_diagnose.main, {"bundle": str(tmp_path / "thin"), "pod": "ml/trainer-0"})
+    assert bad["failed"] and "cannot be read here" in bad["msg"]
+
+
+def test_bad_bundles_and_options_are_refused_plainly(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    root = b.write()
+    (tmp_path / "bundle" / "cluster" / "nodes.json").write_text('{"items": [\n  {"metadata": }\n]}')
+    out = module_runner(gpu_diagnose.main, {"bundle": root, "node": NODE})
+    assert out["failed"] and "cluster/nodes.json line 2" in out["msg"] and "kubectl get" in out["msg"]
+    b.write()
+    (tmp_path / "bundle" / "nodes" / NODE / "crictl-info.json").write_text('{"config": {\n')
+    out = module_runner(gpu_diagnose.main, {"bundle": root, "node": NODE})
+    assert out["failed"] and "crictl-info.json" in out["msg"] and "line" in out["msg"]
+    out = module_runner(gpu_diagnose.main, {"bundle": str(tmp_path / "nothing"), "node": NODE})
+    assert out["failed"] and "not a folder" in out["msg"]
+    (tmp_path / "empty").mkdir()
+    out = module_runner(gpu_diagnose.main, {"bundle": str(tmp_path / "empty"), "node": NODE})
+    assert out["failed"] and "must-gather" in out["msg"]
+    out = module_runner(gpu_diagnose.main, {"bundle": root, "kubeconfig": "/x", "node": NODE})
+    assert out["failed"] and "mutually exclusive" in out["msg"]
+    out = module_runner(gpu_diagnose.main, {"bundle": root, "pod": "trainer-0"})
+    assert out["failed"] and "NS/NAME" in out["msg"]
+
+
+def test_node_facts_contract_keys_are_validated():
+    ok = {"driver_ok": True, "gpus": [{"index": 0}], "runtimes_running": ["runc"],
+          "runtimes_configured": ["runc", "nvidia"], "restart_pending": True, "cdi_enabled": False,
+          "kernel_xid": ["NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"],
+          "fabric_manager": "active", "device_plugin_sockets": ["nvidia-gpu.sock"],
+          "mig_lgip": "", "cri_error": "x", "containerd_errors": [], "driver_error": "x",
+          "nvidia_smi": "chroot /run/nvidia/driver nvidia-smi", "runtime_binaries": {}}
+    assert gpu_diagnose.check_facts({"n": ok}) is None
+    assert "must be a list" in gpu_diagnose.check_facts({"n": {"kernel_xid": "Xid 79"}})
+    assert "must list strings" in gpu_diagnose.check_facts({"n": {"device_plugin_sockets": [1]}})
+    assert "gpus must list mappings" in gpu_diagnose.check_facts({"n": {"gpus": ["GPU-1"]}})
+
+
+# ---------------------------------------------------------------------------- must-gather
+def must_gather(tmp_path, log_name="plugin-v0.17.3-nvml-not-detected.log"):
+    root = tmp_path / "nvidia-gpu-operator_20261201_2210"
+    root.mkdir()
+    (root / "gpu_nodes.labels").write_text(
+        "%s\n- beta.kubernetes.io/arch=amd64\n- nvidia.com/gpu.count=2\n- nvidia.com/gpu.present=true\n"
+        "- nvidia.com/cuda.driver-version.full=550.54.15\n\n" % NODE)
+    (root / "gpu_nodes.descr").write_text(
+        "Name:               %s\nRoles:              <none>\nLabels:             nvidia.com/gpu.present=true\n"
+        "                    nvidia.com/gpu.count=2\nTaints:             <none>\nUnschedulable:      false\n"
+        "Conditions:\n  Type             Status  LastHeartbeatTime                 Reason\n"
+        "  ----             ------  -----------------                 ------\n"
+        "  Ready            True    Tue, 01 Dec 2026 22:00:00 +0000   KubeletReady\n"
+        "Capacity:\n  cpu:                64\n  nvidia.com/gpu:     2\nAllocatable:\n  cpu:                64\n"
+        "  nvidia.com/gpu:     2\nSystem Info:\n  Machine ID: x\n" % NODE)
+    crash = plugin_pod("nvidia-device-plugin-daemonset-x7k2p", OPERATOR_LABELS, ready="False",
+                       waiting="CrashLoopBackOff")
+    import yaml
+    (root / "gpu_operand_pods.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List",
+                                                                 "items": [crash]}))
+    (root / ("gpu_operand_pod_%s.log" % crash["metadata"]["name"])).write_text(read(REAL / log_name))
+    (root / ("gpu_operand_pod_%s.descr" % crash["metadata"]["name"])).write_text(
+        "Name: %s\nEvents:\n  Type     Reason   Age   From     Message\n  ----     ------   ----  ----     -------\n"
+        "  Warning  BackOff  2m    kubelet  Back-off restarting failed container\n" % crash["metadata"]["name"])
+    report = ("nvidia-bug-report.sh log\n____________________________________________\n\n"
+              "/usr/bin/nvidia-smi --query\n\nTimestamp : Tue Dec  1 22:00:00 2026\n"
+              "Driver Version                            : 550.54.15\nAttached GPUs : 2\n"
+              "____________________________________________\n\ndmesg:\n" + read(REAL / "dmesg-xid79.txt"))
+    with gzip.open(root / ("nvidia-bug-report_%s.log.gz" % NODE), "wt") as handle:
+        handle.write(report)
+    return root
+
+
+def test_must_gather_folder(module_runner, tmp_path):
+    root = must_gather(tmp_path)
+    out = diagnose(module_runner, str(root), node=NODE)
+    assert out["source"] == "must-gather"
+    # the bug report's kernel lines hold Xid 79: the driver layer is cut there
+    assert out["first_broken"] == "driver", out["report"]
+    assert "nvidia-bug-report_%s.log.gz" % NODE in evidence_text(out, "driver")
+    # without the Xid: what the must-gather cannot say is said, the plugin's log decides
+    with gzip.open(root / ("nvidia-bug-report_%s.log.gz" % NODE), "wt") as handle:
+        handle.write("/usr/bin/nvidia-smi --query\nDriver Version : 550.54.15\nAttached GPUs : 2\n")
+    out = diagnose(module_runner, str(root), node=NODE)
+    assert layer(out, "driver")["status"] == "ok"
+    assert out["first_broken"] == "container-runtime", out["report"]
+    assert "gpu_operand_pod_nvidia-device-plugin-daemonset-x7k2p.log" in evidence_text(out, "container-runtime")
+    assert layer(out, "node-advertisement")["status"] == "ok"
+    nodes = gs.parse_describe_nodes(read(root / "gpu_nodes.descr"))
+    assert nodes[NODE]["status"]["allocatable"]["nvidia.com/gpu"] == "2"
+    assert gs.parse_node_labels(read(root / "gpu_nodes.labels"))[NODE]["nvidia.com/gpu.count"] == "2"
+    bad = module_runner(gpu_diagnose.main, {"bundle": str(root), "pod": "ml/trainer-0"})
+    assert bad["failed"] and "does not exist" in bad["msg"]
