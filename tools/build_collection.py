@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 FQ = "gpu_incident.lab"
 PKG = "ansible_collections.gpu_incident.lab.plugins.module_utils"
 ROLES = ["runtime_check", "containerd_config", "containerd_merge_report", "driver_guard",
-         "gpu_diagnosis", "gpu_node_facts", "gpu_preflight"]
+         "gpu_diagnosis", "gpu_node_facts", "gpu_preflight", "gpu_support_bundle"]
 
 
 def rewrite(text, utils, modules):

@@ -1,0 +1,149 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible module: a GPU node's own side of a support bundle (runs on the node, reads only)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpu_bundle_node
+short_description: Collect a GPU node's side of a support bundle - nvidia-smi, crictl info, containerd, logs, dmesg
+description:
+  - Runs on the node (over SSH, C(become) for dmesg, the journal and the driver root) and returns
+    the node files of a support bundle, named as in the bundle's C(nodes/<node>/) folder -
+    C(nvidia-smi.txt), C(nvidia-smi-query.csv), C(crictl-info.json), C(containerd-config-dump.toml),
+    C(containerd.log), C(kubelet.log), C(device-plugins.txt), C(dmesg.txt), C(fabric-manager.txt),
+    C(mig-lgip.txt), C(mig-lgipp.txt). M(gpu_bundle_collect) on the controller writes them.
+  - It writes nothing on the node. A tool that is not installed gives no file and an RV(index)
+    entry C(missing) with the reason; a command that ran and failed gives no file (except
+    C(nvidia-smi.txt) and C(fabric-manager.txt), whose words are the evidence either way) and an
+    entry C(failed) with its exit code and output.
+  - nvidia-smi is looked up on PATH, then under the GPU Operator's driver root and run there by
+    chroot. C(crictl info) is what the running containerd holds; C(containerd config dump) is what
+    its files make the next start load.
+version_added: "1.2.0"
+author: gpu-incident-lab contributors (@gpu-incident-lab)
+options:
+  nvidia_smi:
+    description: The nvidia-smi command (name or path).
+    type: str
+    default: nvidia-smi
+  driver_root:
+    description: The GPU Operator's driver root, searched when nvidia-smi is not on PATH (empty - PATH only).
+    type: str
+    default: /run/nvidia/driver
+  crictl:
+    description: The crictl command.
+    type: str
+    default: crictl
+  crictl_endpoint:
+    description: CRI endpoint for C(crictl --runtime-endpoint) (e.g. C(unix:///run/k3s/containerd/containerd.sock)); crictl's own default when empty.
+    type: str
+    default: ""
+  containerd:
+    description: The containerd command.
+    type: str
+    default: containerd
+  containerd_config:
+    description: Main config for C(containerd --config FILE config dump); containerd's default when empty.
+    type: str
+    default: ""
+  containerd_log:
+    description: A file holding containerd's log; empty - C(journalctl -u) O(containerd_unit).
+    type: str
+    default: ""
+  containerd_unit:
+    description: containerd's systemd unit (its journal, when O(containerd_log) is empty; empty - no log).
+    type: str
+    default: containerd
+  kubelet_log:
+    description: A file holding the kubelet's log; empty - C(journalctl -u) O(kubelet_unit).
+    type: str
+    default: ""
+  kubelet_unit:
+    description: The kubelet's systemd unit (empty - no log).
+    type: str
+    default: kubelet
+  socket_dir:
+    description: The kubelet's device-plugin folder.
+    type: str
+    default: /var/lib/kubelet/device-plugins
+  fabric_manager_unit:
+    description: Fabric Manager's systemd unit (NVSwitch systems).
+    type: str
+    default: nvidia-fabricmanager
+  max_bytes:
+    description: Largest file kept, in bytes; longer output keeps its end (0 - no limit).
+    type: int
+    default: 8388608
+  timeout:
+    description: Seconds each command may take.
+    type: int
+    default: 60
+attributes:
+  check_mode:
+    description: Can run in check mode and report what would change without changing it.
+    support: full
+  diff_mode:
+    description: Returns details on what changed (or would change in check mode) with --diff.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: The node side of a support bundle
+  hosts: gpu_nodes
+  become: true
+  tasks:
+    - name: Collect it (k3s - its own containerd socket and config)
+      gpu_bundle_node:
+        crictl_endpoint: unix:///run/k3s/containerd/containerd.sock
+        containerd_config: /var/lib/rancher/k3s/agent/etc/containerd/config.toml
+        containerd_unit: k3s-agent
+      register: node_side
+"""
+
+RETURN = r"""
+files:
+  description: File name -> its content, base64-encoded (exact bytes); only the files collected.
+  returned: success
+  type: dict
+index:
+  description: File name -> {status (collected, missing, failed, skipped), command, rc, reason, output}.
+  returned: success
+  type: dict
+"""
+
+import base64  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils import gpu_support_bundle as gsb  # noqa: E402
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            driver_root=dict(type="str", default="/run/nvidia/driver"),
+            crictl=dict(type="str", default="crictl"),
+            crictl_endpoint=dict(type="str", default=""),
+            containerd=dict(type="str", default="containerd"),
+            containerd_config=dict(type="str", default=""),
+            containerd_log=dict(type="str", default=""),
+            containerd_unit=dict(type="str", default="containerd"),
+            kubelet_log=dict(type="str", default=""),
+            kubelet_unit=dict(type="str", default="kubelet"),
+            socket_dir=dict(type="str", default="/var/lib/kubelet/device-plugins"),
+            fabric_manager_unit=dict(type="str", default="nvidia-fabricmanager"),
+            max_bytes=dict(type="int", default=8 * 1024 * 1024),
+            timeout=dict(type="int", default=60),
+        ),
+        supports_check_mode=True,
+    )
+    found = gsb.collect_node(module.params)
+    module.exit_json(changed=False, index=found["index"],
+                     files={k: base64.b64encode(v).decode("ascii") for k, v in found["files"].items()})
+
+
+if __name__ == "__main__":
+    main()

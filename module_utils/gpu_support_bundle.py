@@ -1,0 +1,564 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A GPU support bundle: what it holds, how it is collected and written - Ansible-free.
+
+The layout (issue 21; tests outside this repository build bundles in it, and gpu_diagnose
+reads it with ``bundle: DIR``)::
+
+    bundle.json                                the index: what was collected, what is missing and why
+    cluster/nodes.json                         kubectl get nodes -o json
+    cluster/pods.json                          kubectl get pods -A -o json        (env values redacted)
+    cluster/runtimeclasses.json                kubectl get runtimeclasses -o json
+    cluster/events.json                        kubectl get events -A -o json
+    cluster/daemonsets.json                    kubectl get daemonsets -A -o json  (env values redacted)
+    cluster/configmaps.json                    kubectl get configmaps -A -o json  (data outside the GPU stack redacted)
+    logs/<namespace>/<pod>.log                 kubectl logs --all-containers
+    nodes/<node>/nvidia-smi.txt                nvidia-smi (stdout and stderr as printed)
+    nodes/<node>/nvidia-smi-query.csv          nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv,noheader
+    nodes/<node>/crictl-info.json              crictl info
+    nodes/<node>/containerd-config-dump.toml   containerd config dump
+    nodes/<node>/containerd.log                the containerd log (a file, or journalctl -u containerd)
+    nodes/<node>/kubelet.log                   the kubelet log (a file, or journalctl -u kubelet)
+    nodes/<node>/device-plugins.txt            ls -1 /var/lib/kubelet/device-plugins
+    nodes/<node>/dmesg.txt                     dmesg (or journalctl -k)
+    nodes/<node>/fabric-manager.txt            systemctl status nvidia-fabricmanager
+    nodes/<node>/mig-lgip.txt, mig-lgipp.txt   nvidia-smi mig -lgip / -lgipp
+
+Any file may be absent; bundle.json says why for each (``missing``: the tool or object is not
+there; ``failed``: it ran and failed - its exit code and output are kept in bundle.json;
+``skipped``: not asked for). A file is written only from a command that succeeded, except
+nvidia-smi.txt and fabric-manager.txt, which are the command's words either way.
+
+Secrets never go in: no Secret objects are read; every Pod's (and Pod template's) env
+``value`` is replaced by REDACTED (names and ``valueFrom`` references kept); ConfigMap
+``data``/``binaryData`` values outside the GPU stack are replaced by REDACTED (keys kept);
+``kubectl.kubernetes.io/last-applied-configuration`` annotations (a full copy of the object)
+are replaced by REDACTED; managedFields are dropped (as kubectl hides them).
+"""
+
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from ansible.module_utils import nvidia_smi
+
+FORMAT = "gpu-incident-lab/support-bundle"
+FORMAT_VERSION = 1
+INDEX = "bundle.json"
+REDACTED = "<redacted>"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+# file -> (API path, apiVersion and kind of each item, the kubectl command it equals)
+CLUSTER_FILES = [
+    ("cluster/nodes.json", "/api/v1/nodes", "v1", "Node", "kubectl get nodes -o json"),
+    ("cluster/pods.json", "/api/v1/pods", "v1", "Pod", "kubectl get pods -A -o json"),
+    ("cluster/runtimeclasses.json", "/apis/node.k8s.io/v1/runtimeclasses", "node.k8s.io/v1",
+     "RuntimeClass", "kubectl get runtimeclasses -o json"),
+    ("cluster/events.json", "/api/v1/events", "v1", "Event", "kubectl get events -A -o json"),
+    ("cluster/daemonsets.json", "/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet",
+     "kubectl get daemonsets -A -o json"),
+    ("cluster/configmaps.json", "/api/v1/configmaps", "v1", "ConfigMap",
+     "kubectl get configmaps -A -o json"),
+]
+NODE_FILES = ["nvidia-smi.txt", "nvidia-smi-query.csv", "crictl-info.json",
+              "containerd-config-dump.toml", "containerd.log", "kubelet.log", "device-plugins.txt",
+              "dmesg.txt", "fabric-manager.txt", "mig-lgip.txt", "mig-lgipp.txt"]
+GPU_QUERY = "--query-gpu=index,name,uuid,driver_version,memory.total"
+
+# The GPU stack: the namespaces the GPU Operator and the device plugin's Helm chart install into,
+# and the labels of their Pods (static manifest, Operator operands, Helm chart - gpu-field notes).
+STACK_NAMESPACES = ["gpu-operator", "nvidia-gpu-operator", "nvidia-device-plugin", "nvidia"]
+STACK_SELECTORS = ["name=nvidia-device-plugin-ds", "app=nvidia-device-plugin-daemonset",
+                   "app.kubernetes.io/name=nvidia-device-plugin", "app=gpu-feature-discovery",
+                   "app.kubernetes.io/name=gpu-feature-discovery", "app=nvidia-container-toolkit-daemonset",
+                   "app=nvidia-driver-daemonset", "app=nvidia-operator-validator", "app=nvidia-mig-manager",
+                   "app=nvidia-dcgm-exporter", "app.kubernetes.io/part-of=gpu-operator"]
+
+
+class BundleError(Exception):
+    """Bad input or a destination that cannot take the bundle; the text says what to do."""
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -------------------------------------------------------------------------- selection
+def parse_selector(text):
+    """'k=v,k2,!k3' -> [(key, op, value)] (equality-based selectors only)."""
+    terms = []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        if part.startswith("!"):
+            terms.append((part[1:].strip(), "absent", None))
+        elif "!=" in part:
+            key, value = part.split("!=", 1)
+            terms.append((key.strip(), "!=", value.strip()))
+        elif "=" in part:
+            key, value = part.split("==", 1) if "==" in part else part.split("=", 1)
+            terms.append((key.strip(), "=", value.strip()))
+        else:
+            terms.append((part, "exists", None))
+    if not terms:
+        raise BundleError("empty label selector %r: give key=value, key or !key" % (text,))
+    return terms
+
+
+def matches(labels, terms):
+    labels = labels or {}
+    for key, op, value in terms:
+        if op == "=" and labels.get(key) != value:
+            return False
+        if op == "!=" and labels.get(key) == value:
+            return False
+        if op == "exists" and key not in labels:
+            return False
+        if op == "absent" and key in labels:
+            return False
+    return True
+
+
+def _containers(spec):
+    for group in ("initContainers", "containers", "ephemeralContainers"):
+        for container in spec.get(group) or []:
+            yield container
+
+
+def requests_gpu(pod, prefixes):
+    for c in _containers((pod.get("spec") or {})):
+        res = c.get("resources") or {}
+        for key in list((res.get("limits") or {})) + list((res.get("requests") or {})):
+            if any(key.startswith(p) for p in prefixes):
+                return True
+    return False
+
+
+def stack_pods(pods, namespaces, selectors):
+    terms = [parse_selector(s) for s in selectors]
+    return [p for p in pods if (p.get("metadata") or {}).get("namespace") in namespaces
+            or any(matches((p.get("metadata") or {}).get("labels"), t) for t in terms)]
+
+
+def referenced_configmaps(pod):
+    """(namespace, name) of every ConfigMap a Pod mounts or reads env from."""
+    ns = (pod.get("metadata") or {}).get("namespace")
+    spec = pod.get("spec") or {}
+    names = set()
+    for volume in spec.get("volumes") or []:
+        if (volume.get("configMap") or {}).get("name"):
+            names.add(volume["configMap"]["name"])
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            if (source.get("configMap") or {}).get("name"):
+                names.add(source["configMap"]["name"])
+    for c in _containers(spec):
+        for env in c.get("env") or []:
+            ref = (env.get("valueFrom") or {}).get("configMapKeyRef") or {}
+            if ref.get("name"):
+                names.add(ref["name"])
+        for env_from in c.get("envFrom") or []:
+            if (env_from.get("configMapRef") or {}).get("name"):
+                names.add(env_from["configMapRef"]["name"])
+    return {(ns, n) for n in names}
+
+
+# -------------------------------------------------------------------------- redaction
+class Redactions(object):
+    def __init__(self):
+        self.env_values = 0
+        self.configmaps = []
+        self.last_applied = 0
+
+    def as_dict(self):
+        return {"env_values": self.env_values, "configmaps": sorted(self.configmaps),
+                "last_applied_annotations": self.last_applied, "marker": REDACTED,
+                "secrets": "never read"}
+
+
+def _meta(obj, red):
+    meta = obj.get("metadata") or {}
+    meta.pop("managedFields", None)
+    annotations = meta.get("annotations") or {}
+    if LAST_APPLIED in annotations:
+        annotations[LAST_APPLIED] = REDACTED
+        red.last_applied += 1
+
+
+def _pod_spec(spec, red):
+    for c in _containers(spec or {}):
+        for env in c.get("env") or []:
+            if "value" in env:
+                env["value"] = REDACTED
+                red.env_values += 1
+
+
+def redact(kind, obj, red, keep_configmap=False):
+    """The object as it may go into a bundle (changed in place, and returned)."""
+    _meta(obj, red)
+    if kind == "Pod":
+        _pod_spec(obj.get("spec"), red)
+    elif kind == "DaemonSet":
+        _pod_spec((((obj.get("spec") or {}).get("template") or {}).get("spec")), red)
+    elif kind == "ConfigMap" and not keep_configmap:
+        touched = False
+        for field in ("data", "binaryData"):
+            for key in list((obj.get(field) or {})):
+                obj[field][key] = REDACTED
+                touched = True
+        if touched:
+            meta = obj.get("metadata") or {}
+            red.configmaps.append("%s/%s" % (meta.get("namespace"), meta.get("name")))
+    return obj
+
+
+def as_list(items, api_version, kind):
+    """What `kubectl get ... -o json` prints: a List whose items carry apiVersion and kind."""
+    for item in items:
+        item.setdefault("apiVersion", api_version)
+        item.setdefault("kind", kind)
+    return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}
+
+
+def dumps(doc):
+    return (json.dumps(doc, indent=4, sort_keys=False, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+# -------------------------------------------------------------------------- the cluster side
+def pod_log(kube, namespace, name, container, limit_bytes):
+    """The text of one container's log (GET .../pods/NAME/log), as kubectl logs prints it."""
+    import urllib.parse
+    from ansible.module_utils.lab_kube import KubeError
+    path = "/api/v1/namespaces/%s/pods/%s/log" % (urllib.parse.quote(namespace), urllib.parse.quote(name))
+    params = {"container": container}
+    if limit_bytes:
+        params["limitBytes"] = str(limit_bytes)
+    conn = kube.clone()._connect()
+    headers = {"Accept": "*/*", "User-Agent": "gpu-incident-lab"}
+    if kube.conf["token"]:
+        headers["Authorization"] = "Bearer " + kube.conf["token"]
+    elif kube.conf["basic"]:
+        headers["Authorization"] = "Basic " + kube.conf["basic"]
+    try:
+        conn.request("GET", kube._prefix + path + "?" + urllib.parse.urlencode(params), headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+    except OSError as exc:
+        raise KubeError(None, "cannot reach the API server %s: %s" % (kube.conf["server"], exc))
+    finally:
+        conn.close()
+    if response.status >= 400:
+        try:
+            message = json.loads(raw).get("message")
+        except ValueError:
+            message = raw[:300].decode("utf-8", "replace")
+        raise KubeError(response.status, response.reason, message)
+    return raw
+
+
+def collect_cluster(kube, options, files, index, red):
+    """Fill files {relpath: bytes} and index {relpath: entry} from the API server."""
+    from ansible.module_utils.lab_kube import KubeError
+    listed = {}
+    for rel, path, api_version, kind, command in CLUSTER_FILES:
+        try:
+            items = kube.items(path)
+        except KubeError as exc:
+            index[rel] = {"status": "failed" if exc.status != 404 else "missing", "source": "GET " + path,
+                          "command": command, "reason": str(exc)}
+            continue
+        listed[kind] = items
+        index[rel] = {"status": "collected", "source": "GET " + path, "command": command,
+                      "items": len(items)}
+    pods = listed.get("Pod") or []
+    stack = stack_pods(pods, options["stack_namespaces"], options["stack_selectors"])
+    stack_keys = {(p["metadata"].get("namespace"), p["metadata"]["name"]) for p in stack}
+    keep_cms = set()
+    for pod in stack:
+        keep_cms |= referenced_configmaps(pod)
+    for cm in listed.get("ConfigMap") or []:
+        meta = cm.get("metadata") or {}
+        keep = meta.get("namespace") in options["stack_namespaces"] or \
+            (meta.get("namespace"), meta.get("name")) in keep_cms
+        redact("ConfigMap", cm, red, keep_configmap=keep)
+    for kind in ("Node", "Pod", "RuntimeClass", "Event", "DaemonSet"):
+        for obj in listed.get(kind) or []:
+            redact(kind, obj, red)
+    for rel, _path, api_version, kind, _command in CLUSTER_FILES:
+        if kind in listed:
+            files[rel] = dumps(as_list(listed[kind], api_version, kind))
+
+    if not options["logs"]:
+        index["logs"] = {"status": "skipped", "reason": "logs: false"}
+        return
+    wanted = []   # (namespace, name, why)
+    by_key = {(p["metadata"].get("namespace"), p["metadata"]["name"]): p for p in pods}
+    for key in sorted(stack_keys):
+        wanted.append(key + ("GPU stack",))
+    for ref in options["pods"]:
+        ns, _sep, name = ref.partition("/")
+        if (ns, name) not in stack_keys:
+            wanted.append((ns, name, "asked for"))
+    for key, pod in sorted(by_key.items()):
+        phase = (pod.get("status") or {}).get("phase")
+        if key not in stack_keys and ("%s/%s" % key) not in options["pods"] and phase not in ("Running", "Succeeded") \
+                and requests_gpu(pod, options["gpu_resource_prefixes"]):
+            wanted.append(key + ("requests a GPU, phase %s" % phase,))
+    for count, (ns, name, why) in enumerate(wanted):
+        rel = "logs/%s/%s.log" % (ns, name)
+        pod = by_key.get((ns, name))
+        if pod is None:
+            index[rel] = {"status": "missing", "why": why, "reason": "no Pod %s/%s in the cluster" % (ns, name)}
+            continue
+        if count >= options["max_logs"]:
+            index[rel] = {"status": "skipped", "why": why,
+                          "reason": "more than max_logs=%d Pods; raise it to collect this one" % options["max_logs"]}
+            continue
+        names = [c["name"] for c in _containers(pod.get("spec") or {})]
+        chunks, errors = [], []
+        for container in names:
+            try:
+                chunks.append(pod_log(kube, ns, name, container, options["log_limit_bytes"]))
+            except KubeError as exc:
+                errors.append("%s: %s" % (container, exc))
+        entry = {"why": why, "command": "kubectl logs -n %s %s --all-containers" % (ns, name),
+                 "containers": names}
+        if errors:
+            entry["errors"] = errors
+        if chunks and len(errors) < len(names):
+            files[rel] = b"".join(chunks)
+            entry["status"] = "collected"
+            if not files[rel] and not (pod.get("spec") or {}).get("nodeName"):
+                entry["note"] = "empty: the Pod is on no node (not scheduled), so it has no log yet"
+        else:
+            entry["status"] = "failed"
+            entry["reason"] = "; ".join(errors) or "the Pod has no containers"
+        index[rel] = entry
+
+
+# -------------------------------------------------------------------------- the node side
+def _run(argv, timeout, merge=False, env=None):
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+                              timeout=timeout, check=False, env=env)
+    except subprocess.TimeoutExpired:
+        return None, b"", b"timed out after %d s" % timeout
+    except OSError as exc:
+        return None, b"", str(exc).encode()
+    return done.returncode, done.stdout or b"", done.stderr or b""
+
+
+def _which(name):
+    if os.sep in name:
+        return name if os.access(name, os.X_OK) else None
+    return shutil.which(name) or next((os.path.join(d, name) for d in ("/usr/sbin", "/sbin")
+                                       if os.access(os.path.join(d, name), os.X_OK)), None)
+
+
+def _tail(data, limit):
+    if limit and len(data) > limit:
+        cut = data[-limit:]
+        return cut[cut.find(b"\n") + 1:] if b"\n" in cut else cut, True
+    return data, False
+
+
+def collect_node(options):
+    """{'files': {name: bytes}, 'index': {name: entry}} of this node (names as in NODE_FILES)."""
+    files, index = {}, {}
+    timeout, limit = options["timeout"], options["max_bytes"]
+
+    def text(out):
+        return out.decode("utf-8", "replace").strip()[-2000:]
+
+    def record(name, argv, rc, out, err, keep_on_failure=False, ok_rcs=(0,)):
+        entry = {"command": " ".join(argv)}
+        if rc is None:
+            entry.update(status="failed", reason="could not run: " + text(err))
+        elif rc in ok_rcs or keep_on_failure:
+            data, cut = _tail(out, limit)
+            files[name] = data
+            entry.update(status="collected", rc=rc)
+            if cut:
+                entry["truncated_to_bytes"] = limit
+            if rc not in ok_rcs:
+                entry["reason"] = "exit %s (kept: the command's words are the evidence)" % rc
+        else:
+            entry.update(status="failed", rc=rc, output=text(out + b"\n" + err),
+                         reason="exit %s: %s" % (rc, (text(err) or text(out)).splitlines()[0]
+                                                 if (text(err) or text(out)) else "no output"))
+        index[name] = entry
+
+    def missing(name, reason):
+        index[name] = {"status": "missing", "reason": reason}
+
+    # nvidia-smi: PATH, or the GPU Operator's driver root (chroot)
+    smi = nvidia_smi.find(options["nvidia_smi"], options["driver_root"])
+    if smi is None:
+        why = "%s not installed (not on PATH, not under %s)" % (options["nvidia_smi"], options["driver_root"] or "-")
+        for name in ("nvidia-smi.txt", "nvidia-smi-query.csv", "mig-lgip.txt", "mig-lgipp.txt"):
+            missing(name, why)
+    else:
+        rc, out, err = _run(smi, timeout, merge=True)
+        record("nvidia-smi.txt", smi, rc, out, err, keep_on_failure=True)
+        argv = smi + [GPU_QUERY, "--format=csv,noheader"]
+        record("nvidia-smi-query.csv", argv, *_run(argv, timeout))
+        if rc == 0:
+            for name, flag in (("mig-lgip.txt", "-lgip"), ("mig-lgipp.txt", "-lgipp")):
+                argv = smi + ["mig", flag]
+                record(name, argv, *_run(argv, timeout, merge=True))
+        else:
+            for name in ("mig-lgip.txt", "mig-lgipp.txt"):
+                index[name] = {"status": "skipped", "reason": "nvidia-smi failed (exit %s)" % rc}
+
+    crictl = _which(options["crictl"])
+    if crictl is None:
+        missing("crictl-info.json", "%s not installed" % options["crictl"])
+    else:
+        argv = [crictl] + (["--runtime-endpoint", options["crictl_endpoint"]] if options["crictl_endpoint"] else []) \
+            + ["info"]
+        record("crictl-info.json", argv, *_run(argv, timeout))
+
+    containerd = _which(options["containerd"])
+    if containerd is None:
+        missing("containerd-config-dump.toml", "%s not installed" % options["containerd"])
+    else:
+        argv = [containerd] + (["--config", options["containerd_config"]] if options["containerd_config"] else []) \
+            + ["config", "dump"]
+        record("containerd-config-dump.toml", argv, *_run(argv, timeout))
+
+    journalctl = _which("journalctl")
+    for name, path, unit in (("containerd.log", options["containerd_log"], options["containerd_unit"]),
+                             ("kubelet.log", options["kubelet_log"], options["kubelet_unit"])):
+        if path:
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(0, os.SEEK_END)
+                    size = handle.tell()
+                    handle.seek(max(0, size - limit - 1) if limit else 0)
+                    data = handle.read()
+            except OSError as exc:
+                missing(name, "cannot read %s: %s" % (path, exc.strerror or exc))
+                continue
+            files[name], cut = _tail(data, limit)
+            index[name] = {"status": "collected", "source": path}
+            if cut:
+                index[name]["truncated_to_bytes"] = limit
+        elif unit and journalctl:
+            argv = [journalctl, "-u", unit, "-b", "--no-pager", "-o", "short-iso"]
+            rc, out, err = _run(argv, timeout)
+            if rc == 0 and (b"-- No entries --" in out or not out.strip()):
+                missing(name, "journalctl has no entries for unit %s in this boot" % unit)
+            else:
+                record(name, argv, rc, out, err)
+        else:
+            missing(name, "no log path given and no journalctl" if unit else "no log path or unit given")
+
+    folder = options["socket_dir"]
+    if os.path.isdir(folder):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError as exc:
+            index["device-plugins.txt"] = {"status": "failed", "reason": "ls %s: %s" % (folder, exc.strerror)}
+        else:
+            files["device-plugins.txt"] = "".join(n + "\n" for n in names).encode()
+            index["device-plugins.txt"] = {"status": "collected", "command": "ls -1 " + folder}
+    else:
+        missing("device-plugins.txt", "no folder %s (no kubelet device-plugin folder here)" % folder)
+
+    dmesg = _which("dmesg")
+    done = False
+    if dmesg:
+        rc, out, err = _run([dmesg], timeout)
+        if rc == 0:
+            record("dmesg.txt", [dmesg], rc, out, err)
+            done = True
+        else:
+            first = {"command": dmesg, "rc": rc, "output": text(err or out)}
+    if not done and journalctl:
+        argv = [journalctl, "-k", "-b", "--no-pager"]
+        record("dmesg.txt", argv, *_run(argv, timeout))
+        if dmesg:
+            index["dmesg.txt"]["dmesg"] = first
+    elif not done:
+        if dmesg:
+            index["dmesg.txt"] = dict(first, status="failed", reason="dmesg: " + first["output"])
+        else:
+            missing("dmesg.txt", "neither dmesg nor journalctl installed")
+
+    systemctl = _which("systemctl")
+    if systemctl is None:
+        missing("fabric-manager.txt", "no systemctl here")
+    else:
+        argv = [systemctl, "status", "--no-pager", options["fabric_manager_unit"]]
+        rc, out, err = _run(argv, timeout, merge=True)
+        if rc == 4 or (rc is not None and b"could not be found" in out):
+            missing("fabric-manager.txt", "unit %s not installed (systemctl status: exit %s)"
+                    % (options["fabric_manager_unit"], rc))
+        else:
+            # 0 active, 3 not running: the status text is the evidence either way
+            record("fabric-manager.txt", argv, rc, out, err, keep_on_failure=rc is not None)
+    return {"files": files, "index": index}
+
+
+# -------------------------------------------------------------------------- the folder
+def existing(dest):
+    """None (free: absent or empty), or the earlier bundle's index; BundleError otherwise."""
+    if not os.path.lexists(dest):
+        return None
+    if not os.path.isdir(dest):
+        raise BundleError("dest %s exists and is not a folder: give a folder for the bundle" % dest)
+    names = os.listdir(dest)
+    if not names:
+        return None
+    if INDEX not in names:
+        raise BundleError("dest %s is a non-empty folder without %s (not a support bundle): nothing "
+                          "of it is touched; give an empty or new folder" % (dest, INDEX))
+    try:
+        with open(os.path.join(dest, INDEX), "r", encoding="utf-8") as handle:
+            doc = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise BundleError("dest %s holds a %s that cannot be read (%s): not a support bundle of "
+                          "this tool; give an empty or new folder" % (dest, INDEX, exc))
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise BundleError("dest %s holds a %s of another format: give an empty or new folder" % (dest, INDEX))
+    return doc
+
+
+def write(dest, files):
+    """Write {relpath: bytes} as the folder dest, atomically: built next to it, then renamed in.
+    An earlier bundle in dest is replaced as a whole (the caller decided that it may be)."""
+    dest = os.path.abspath(dest)
+    parent = os.path.dirname(dest)
+    os.makedirs(parent, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".%s.partial-" % os.path.basename(dest), dir=parent)
+    old = None
+    try:
+        for rel in sorted(files):
+            path = os.path.join(stage, rel)
+            if os.path.commonpath([stage, os.path.abspath(path)]) != stage:
+                raise BundleError("refusing a bundle file outside the folder: %r" % rel)
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(files[rel])
+        if os.path.isdir(dest):
+            if os.listdir(dest):
+                old = tempfile.mkdtemp(prefix=".%s.old-" % os.path.basename(dest), dir=parent)
+                os.rename(dest, os.path.join(old, "bundle"))
+            else:
+                os.rmdir(dest)
+        try:
+            os.rename(stage, dest)
+        except OSError:
+            if old:   # put the earlier bundle back
+                os.rename(os.path.join(old, "bundle"), dest)
+            raise
+        stage = None
+    finally:
+        if stage:
+            shutil.rmtree(stage, ignore_errors=True)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)

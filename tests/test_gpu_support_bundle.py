@@ -1,0 +1,131 @@
+"""The support bundle's pieces without a cluster: the node side with tools missing or failing,
+the folder rules, redaction, and plain refusals (the live cluster and a node over a local
+connection: tests/cluster/test_support_bundle.py)."""
+import base64
+import json
+import os
+
+import pytest
+
+import gpu_bundle_collect
+import gpu_bundle_node
+from ansible.module_utils import gpu_support_bundle as gsb
+
+NODE_DEFAULTS = dict(nvidia_smi="nvidia-smi", driver_root="", crictl="crictl", crictl_endpoint="",
+                     containerd="containerd", containerd_config="", containerd_log="", containerd_unit="containerd",
+                     kubelet_log="", kubelet_unit="kubelet", socket_dir="/nonexistent/device-plugins",
+                     fabric_manager_unit="nvidia-fabricmanager", max_bytes=1024, timeout=20)
+
+
+def script(path, body):
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_node_without_any_tool_gives_no_file_and_says_why(tmp_path, monkeypatch, module_runner):
+    monkeypatch.setenv("PATH", str(tmp_path))            # nothing installed
+    monkeypatch.setattr(gsb, "_which", lambda name: None)
+    out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none")}, check_mode=True)
+    assert not out["failed"] and out["files"] == {} and not out["changed"]
+    assert set(out["index"]) == set(gsb.NODE_FILES)
+    assert all(e["status"] == "missing" and e["reason"] for e in out["index"].values())
+    assert "not installed" in out["index"]["nvidia-smi.txt"]["reason"]
+
+
+def test_a_failing_driver_keeps_its_words_and_skips_what_needs_it(tmp_path, monkeypatch):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    script(tools / "nvidia-smi", "echo 'Failed to initialize NVML: Driver/library version mismatch'\n"
+                                 "echo 'NVML library version: 550.90' >&2\nexit 18\n")
+    script(tools / "dmesg", "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2\nexit 1\n")
+    script(tools / "journalctl", '[ "$*" = "-k -b --no-pager" ] && echo "Dec 01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, '
+                                 'pid=0, GPU has fallen off the bus." && exit 0\nexit 1\n')
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.setattr(gsb, "_which", lambda name: str(tools / name) if (tools / name).exists() else None)
+    found = gsb.collect_node(dict(NODE_DEFAULTS))
+    assert b"version mismatch" in found["files"]["nvidia-smi.txt"] and b"550.90" in found["files"]["nvidia-smi.txt"]
+    assert found["index"]["nvidia-smi.txt"]["rc"] == 18
+    query = found["index"]["nvidia-smi-query.csv"]
+    assert "nvidia-smi-query.csv" not in found["files"] and query["status"] == "failed" and query["rc"] == 18
+    assert found["index"]["mig-lgip.txt"]["status"] == "skipped"
+    # dmesg refused (not root): the kernel log from journalctl -k, and dmesg's words kept
+    assert b"fallen off the bus" in found["files"]["dmesg.txt"]
+    assert "Operation not permitted" in found["index"]["dmesg.txt"]["dmesg"]["output"]
+
+
+def test_long_output_keeps_its_end(tmp_path):
+    log = tmp_path / "containerd.log"
+    log.write_text("".join("line %05d\n" % i for i in range(1000)))
+    found = gsb.collect_node(dict(NODE_DEFAULTS, containerd_log=str(log), nvidia_smi=str(tmp_path / "none"),
+                                  crictl=str(tmp_path / "none"), containerd=str(tmp_path / "none")))
+    data = found["files"]["containerd.log"]
+    assert len(data) <= 1024 and data.endswith(b"line 00999\n") and data.startswith(b"line ")
+    assert found["index"]["containerd.log"]["truncated_to_bytes"] == 1024
+
+
+def test_redaction_keeps_names_and_references():
+    red = gsb.Redactions()
+    pod = {"metadata": {"name": "p", "namespace": "ml", "managedFields": [{"manager": "kubectl"}],
+                        "annotations": {gsb.LAST_APPLIED: '{"value": "s3cret"}'}},
+           "spec": {"initContainers": [{"name": "i", "env": [{"name": "A", "value": "s3cret"}]}],
+                    "containers": [{"name": "c", "env": [{"name": "B", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}}
+    gsb.redact("Pod", pod, red)
+    assert "s3cret" not in json.dumps(pod) and "managedFields" not in pod["metadata"]
+    assert pod["spec"]["initContainers"][0]["env"] == [{"name": "A", "value": "<redacted>"}]
+    assert pod["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "s"
+    cm = {"metadata": {"name": "x", "namespace": "ml"}, "data": {"k": "v"}, "binaryData": {"b": "AAA="}}
+    assert gsb.redact("ConfigMap", cm, red)["data"] == {"k": "<redacted>"} and cm["binaryData"] == {"b": "<redacted>"}
+    kept = {"metadata": {"name": "plugin", "namespace": "gpu-operator"}, "data": {"config.yaml": "version: v1"}}
+    assert gsb.redact("ConfigMap", kept, red, keep_configmap=True)["data"] == {"config.yaml": "version: v1"}
+    assert red.as_dict()["configmaps"] == ["ml/x"] and red.env_values == 1 and red.last_applied == 1
+
+
+def test_stack_pods_and_the_configmaps_they_use():
+    pods = [{"metadata": {"name": "a", "namespace": "kube-system", "labels": {"name": "nvidia-device-plugin-ds"}},
+             "spec": {"volumes": [{"name": "v", "configMap": {"name": "dp-config"}}], "containers": []}},
+            {"metadata": {"name": "b", "namespace": "ml", "labels": {"app": "web"}}, "spec": {}},
+            {"metadata": {"name": "c", "namespace": "gpu-operator"}, "spec": {}}]
+    stack = gsb.stack_pods(pods, gsb.STACK_NAMESPACES, gsb.STACK_SELECTORS)
+    assert [p["metadata"]["name"] for p in stack] == ["a", "c"]
+    assert gsb.referenced_configmaps(pods[0]) == {("kube-system", "dp-config")}
+    assert gsb.matches({"a": "1"}, gsb.parse_selector("a=1,!b")) and not gsb.matches({"a": "1", "b": ""}, gsb.parse_selector("a=1,!b"))
+    with pytest.raises(gsb.BundleError):
+        gsb.parse_selector(" , ")
+
+
+def test_the_folder_rules(tmp_path):
+    dest = tmp_path / "b"
+    assert gsb.existing(str(dest)) is None
+    gsb.write(str(dest), {"bundle.json": gsb.dumps({"format": gsb.FORMAT}), "cluster/nodes.json": b"{}"})
+    assert gsb.existing(str(dest))["format"] == gsb.FORMAT
+    assert oct(os.stat(dest / "cluster/nodes.json").st_mode & 0o777) == "0o600"
+    gsb.write(str(dest), {"bundle.json": gsb.dumps({"format": gsb.FORMAT, "n": 2})})   # replaced whole
+    assert sorted(os.listdir(dest)) == ["bundle.json"] and sorted(os.listdir(tmp_path)) == ["b"]
+    (tmp_path / "file").write_text("x")
+    for bad, words in ((tmp_path / "file", "not a folder"), (tmp_path, "not a support bundle")):
+        with pytest.raises(gsb.BundleError, match=words):
+            gsb.existing(str(bad))
+    with pytest.raises(gsb.BundleError):
+        gsb.write(str(tmp_path / "c"), {"../escape": b"x"})
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("args,words", [
+    ({"pods": ["no-slash"]}, "not NAMESPACE/NAME"),
+    ({"nodes": {"n1": {"files": {}}}}, "give what gpu_bundle_node returned"),
+    ({"nodes": {"bad/name": {"msg": "x"}}}, "not a node name"),
+    ({"stack_selectors": [","]}, "empty label selector"),
+])
+def test_bad_input_is_refused_plainly_and_writes_nothing(tmp_path, module_runner, args, words):
+    out = module_runner(gpu_bundle_collect.main, dict({"kubeconfig": str(tmp_path / "none"),
+                                                       "dest": str(tmp_path / "b")}, **args))
+    assert out["failed"] and words in out["msg"] and not (tmp_path / "b").exists()
+
+
+def test_a_bad_kubeconfig_is_named(tmp_path, module_runner):
+    out = module_runner(gpu_bundle_collect.main, {"kubeconfig": str(tmp_path / "none"), "dest": str(tmp_path / "b"),
+                                                  "nodes": {"n1": {"files": {"x.txt": base64.b64encode(b"x").decode()},
+                                                                   "index": {}}}})
+    assert out["failed"] and "kubeconfig" in out["msg"] and str(tmp_path / "none") in out["msg"]
+    assert not (tmp_path / "b").exists()
