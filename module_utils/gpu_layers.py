@@ -408,6 +408,9 @@ class Diagnosis(object):
         why = ("%s holds no nvidia-smi output" % fref) if facts is not None else \
             ("nvidia-smi was not run on %s (%s)" % (name, "no node facts" if self.src.kind == "live"
                                                     else "the %s has no %s" % (self.src.kind, fref)))
+        told = self.src.missing_reason(name, "nvidia-smi-query.csv")
+        if told:
+            why += "; the collector says %s" % told
         evidence.append(_ev("note", "a driver label is neither proof of a driver (with the "
                             "NodeFeature API it outlives a dead driver) nor of its absence (in "
                             "file mode it vanishes for a minute on each GFD restart)"))
@@ -516,10 +519,12 @@ class Diagnosis(object):
                               "the files define %s; ask the running daemon with `crictl info` "
                               "on %s (a restart may be pending)" % (handler, name),
                               reason="only the files were read, not the running containerd")
+            told = self.src.missing_reason(name, "crictl-info.json")
             return _layer("container-runtime", "skipped", evidence,
                           "on %s run `crictl info` (and `containerd config dump`) - the "
                           "gpu_node_facts role over SSH, or a support bundle" % name,
-                          reason="what the running containerd holds can only be read on the node")
+                          reason="what the running containerd holds can only be read on the node"
+                          + ("; the collector says %s" % told if told else ""))
         if rc_name and not handler_known:
             if live_texts:
                 return _layer("container-runtime", "broken", evidence + tev, "%s: %s" % (
@@ -563,10 +568,12 @@ class Diagnosis(object):
                           "default, or enable CDI (enable_cdi, containerd 1.7+)" % (
                               default, nvidia_loaded[0] if nvidia_loaded else "nvidia"))
         if not facts or (running is None and configured is None):
+            told = self.src.missing_reason(name, "crictl-info.json")
             return _layer("container-runtime", "skipped", evidence,
                           "on %s run `crictl info` (gpu_node_facts over SSH, or a support "
                           "bundle's nodes/%s/crictl-info.json)" % (name, name),
-                          reason="what the running containerd holds can only be read on the node")
+                          reason="what the running containerd holds can only be read on the node"
+                          + ("; the collector says %s" % told if told else ""))
         missing = [k for k, v in (("the default runtime", default), ("CDI", cdi)) if v is None]
         return _layer("container-runtime", "unknown", evidence,
                       "without a RuntimeClass the default runtime and CDI decide; %s could not "

@@ -113,6 +113,10 @@ class Source(object):
     def facts(self, node):
         raise NotImplementedError
 
+    def missing_reason(self, node, name):
+        """Why the source lacks a node artefact (a bundle's bundle.json says), or None."""
+        return None
+
     # where each answer came from, for the evidence
     def ref_node(self, name):
         return "node %s" % name
@@ -284,15 +288,28 @@ def list_items(doc, shown, kind):
     return items
 
 
-def bundle_node_facts(folder, resources=None):
-    """Node facts from one ``nodes/<node>/`` folder of a bundle (the same parsers as live)."""
+def bundle_node_facts(folder, resources=None, index=None):
+    """Node facts from one ``nodes/<node>/`` folder of a bundle (the same parsers as live).
+
+    `index`: this node's entries of the bundle's bundle.json ({file name: entry}); a command
+    that ran and failed has no file but its entry keeps its exit code and output - nvidia-smi's
+    and crictl's failure words are facts too (driver_error, cri_error)."""
     files = {}
+    smi_rc = None
     for name in ARTEFACTS:
         path = os.path.join(folder, name)
         if os.path.isfile(path):
             files[name] = read_text_file(path, path)
+            continue
+        entry = (index or {}).get(name) or {}
+        if entry.get("status") == "failed" and entry.get("output") is not None:
+            if name == "nvidia-smi-query.csv":
+                files[name] = entry["output"]
+                smi_rc = entry.get("rc") if isinstance(entry.get("rc"), int) else 1
+            elif name == "crictl-info.json":
+                files[name] = entry["output"] or entry.get("reason") or "crictl info failed"
     try:
-        return facts_from_artefacts(files, resources=resources)
+        return facts_from_artefacts(files, smi_rc=smi_rc, resources=resources)
     except ArtefactError as exc:
         raise DiagnoseError("%s/%s" % (folder, exc.message))
 
@@ -351,9 +368,27 @@ class BundleSource(Source):
             raise Unreadable("the bundle has no logs/%s/%s.log" % (namespace, name))
         return read_text_file(path, path)
 
+    def index(self):
+        """bundle.json's files entries (what was collected, what is missing and why), or {}."""
+        if "bundle.json" not in self._cache:
+            path = os.path.join(self.root, "bundle.json")
+            doc = read_json_file(path, path) if os.path.isfile(path) else {}
+            files = doc.get("files") if isinstance(doc, dict) else None
+            self._cache["bundle.json"] = files if isinstance(files, dict) else {}
+        return self._cache["bundle.json"]
+
+    def missing_reason(self, node, name):
+        entry = self.index().get("nodes/%s/%s" % (node, name)) or self.index().get("nodes/%s/" % node)
+        if isinstance(entry, dict) and entry.get("status") != "collected":
+            return "%s: %s" % (entry.get("status"), entry.get("reason", ""))
+        return None
+
     def facts(self, node):
         folder = os.path.join(self.root, "nodes", node)
-        found = bundle_node_facts(folder, self.resources) if os.path.isdir(folder) else None
+        prefix = "nodes/%s/" % node
+        index = {k[len(prefix):]: v for k, v in self.index().items() if k.startswith(prefix)}
+        found = bundle_node_facts(folder, self.resources, index) \
+            if os.path.isdir(folder) or index else None
         if node in self.extra:
             found = dict(found or {}, **self.extra[node])
         return found

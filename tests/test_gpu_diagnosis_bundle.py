@@ -503,3 +503,31 @@ def test_must_gather_folder(module_runner, tmp_path):
     assert gs.parse_node_labels(read(root / "gpu_nodes.labels"))[NODE]["nvidia.com/gpu.count"] == "2"
     bad = module_runner(gpu_diagnose.main, {"bundle": str(root), "pod": "ml/trainer-0"})
     assert bad["failed"] and "does not exist" in bad["msg"]
+
+
+def test_bundle_index_keeps_what_failed(module_runner, tmp_path):
+    """gpu_support_bundle writes a file only from a command that worked; a failure's exit code
+    and output live in bundle.json - they are facts too."""
+    b = healthy(tmp_path)
+    for name in ("crictl-info.json", "nvidia-smi-query.csv", "containerd-config-dump.toml"):
+        b.node_files.pop(name)
+    root = b.write()
+    index = {"format": "gpu-incident-lab/support-bundle", "version": 1, "files": {
+        "nodes/%s/crictl-info.json" % NODE: {"status": "failed", "rc": 1,
+                                             "output": read(C16 / "crictl-info-after-restart.err"),
+                                             "reason": "exit 1"},
+        "nodes/%s/nvidia-smi-query.csv" % NODE: {"status": "failed", "rc": 18, "output":
+                                                 "Failed to initialize NVML: Driver/library version mismatch"},
+        "nodes/%s/containerd-config-dump.toml" % NODE: {"status": "missing",
+                                                        "reason": "containerd not installed"}}}
+    (tmp_path / "bundle" / "bundle.json").write_text(json.dumps(index))
+    out = diagnose(module_runner, root, node=NODE)
+    assert out["first_broken"] == "driver" and "version mismatch" in evidence_text(out, "driver")
+    assert "reboot" in layer(out, "driver")["next"]
+    assert layer(out, "container-runtime")["status"] == "broken"
+    assert "unknown service runtime.v1.RuntimeService" in evidence_text(out, "container-runtime")
+    index["files"]["nodes/%s/crictl-info.json" % NODE] = {"status": "missing", "reason": "crictl not installed"}
+    (tmp_path / "bundle" / "bundle.json").write_text(json.dumps(index))
+    out = diagnose(module_runner, root, node=NODE)
+    runtime = layer(out, "container-runtime")
+    assert runtime["status"] == "skipped" and "crictl not installed" in runtime["reason"]
