@@ -531,3 +531,37 @@ def test_bundle_index_keeps_what_failed(module_runner, tmp_path):
     out = diagnose(module_runner, root, node=NODE)
     runtime = layer(out, "container-runtime")
     assert runtime["status"] == "skipped" and "crictl not installed" in runtime["reason"]
+
+
+def test_gpu_diagnosis_role_reads_a_bundle_in_check_mode(tmp_path):
+    """The role as the README runs it, on a bundle folder, under --check: judged, nothing written."""
+    import os
+    import subprocess
+    import sys
+    b = healthy(tmp_path, info=C16 / "crictl-info-dropin-not-restarted.json")
+    b.node_files["containerd-config-dump.toml"] = read(C16 / "config-dump-after-dropin.toml")
+    b.cluster["pods.json"].append(workload())
+    root = b.write()
+    (tmp_path / "site.yml").write_text("""
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: {python}
+  roles:
+    - role: gpu_diagnosis
+      vars:
+        gpu_diagnosis_bundle: {root}
+        gpu_diagnosis_pod: ml/trainer-0
+        gpu_diagnosis_dest: {tmp}/report.md
+        gpu_diagnosis_fail_on_broken: true
+""".format(python=sys.executable, root=root, tmp=tmp_path))
+    ROOT = pathlib.Path(__file__).resolve().parents[1]
+    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                          "-i", "localhost,", str(tmp_path / "site.yml"), "--check", "--diff"],
+                         cwd=ROOT, env=dict(os.environ, ANSIBLE_FORCE_COLOR="0"),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0, out.stdout[-2000:]
+    assert "broken at container-runtime on %s" % NODE in out.stdout, out.stdout[-2000:]
+    assert "restart is pending" in out.stdout
+    assert not (tmp_path / "report.md").exists()
