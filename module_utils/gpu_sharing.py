@@ -635,12 +635,16 @@ _CONFIG_MANAGER = (
     "and SIGHUPs the plugin); it does not watch the ConfigMap, so an edit in place takes "
     "effect only on `kubectl rollout restart` of the device plugin DaemonSet%s, or on "
     "labelling the node with a new config name")
+_TS_COST = (_CONFIG_MANAGER % ("", "") +
+            ". No drain: running Pods keep their GPU; the new count is advertised after the "
+            "restart")
+_MPS_COST = (_CONFIG_MANAGER % (" and of the MPS control daemon",
+                                " (and the MPS control daemon's)") +
+             ". The new per-process limit applies to CUDA processes started after the MPS "
+             "daemon restarts: restart the Pods that use the GPU")
 CHANGE_COST = {
-    "time-slicing": (_CONFIG_MANAGER % ("", "")) + ". No drain: running Pods keep their GPU; "
-                    "the new count is advertised after the restart",
-    "mps": (_CONFIG_MANAGER % (" and of the MPS control daemon", " (and the MPS control "
-                               "daemon's)")) + ". The new per-process limit applies to CUDA "
-           "processes started after the MPS daemon restarts: restart the Pods that use the GPU",
+    "time-slicing": _TS_COST,
+    "mps": _MPS_COST,
     "mig": "drain the GPU: a GPU is repartitioned only with no process on it (mig-parted; the "
            "GPU Operator's MIG manager acts on the node label nvidia.com/mig.config and stops "
            "the GPU clients first), then the device plugin re-advertises",
