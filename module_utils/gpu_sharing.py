@@ -650,8 +650,10 @@ CHANGE_COST = {
            "the GPU clients first), then the device plugin re-advertises",
 }
 CHANGE_COST_SOURCE = {
-    "time-slicing": "NVIDIA k8s-device-plugin v0.20.0 cmd/config-manager (label watch, SIGHUP); "
-                    "GPU Operator docs, GPU time-slicing (the ConfigMap is not watched)",
+    "time-slicing": "NVIDIA k8s-device-plugin v0.20.0 cmd/config-manager (label watch, SIGHUP; "
+                    "v0.12.0 release notes: \"config-manager binary to run as sidecar and "
+                    "update the plugin's configuration via a node label\"); GPU Operator docs, "
+                    "GPU time-slicing (the ConfigMap is not watched)",
     "mps": "NVIDIA k8s-device-plugin v0.20.0 cmd/config-manager and cmd/mps-control-daemon; "
            "GPU Operator docs, GPU time-slicing / MPS",
     "mig": "NVIDIA mig-parted; GPU Operator docs, MIG manager (nvidia.com/mig.config)",
