@@ -149,6 +149,8 @@ def test_same_profile_prints_differently_per_driver():
     assert memory("b200-mig-parted-187.lgip.txt", "1g.23gb") == 20.5
     assert memory("a30-535.183.01.lgip.txt", "4g.24gb") == 23.44
     assert memory("a30-older-driver.lgip.txt", "4g.24gb") == 23.5
+    assert memory("h100-nvl-560.35.03.lgip.txt", "1g.12gb") == 10.75
+    assert memory("h100-nvl-vgpu-opennebula.lgip.txt", "1g.12gb") == 10.62
 
 
 def test_listing_shapes_many_gpus_remarks_and_prompts():
