@@ -116,7 +116,7 @@ def world(kube, namespace):
                                                                 "data": {"config.yaml": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"}})
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "annotations": {
         "kubectl.kubernetes.io/last-applied-configuration": json.dumps({"env": secrets["applied"]})}},
-        "spec": {"nodeSelector": {"no-such-label": "x"}, "containers": [{
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "containers": [{
             "name": "cuda", "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
             "resources": {"limits": {"nvidia.com/gpu": "1"}},
             "env": [{"name": "API_TOKEN", "value": secrets["env-value"]},
@@ -140,7 +140,7 @@ def world(kube, namespace):
         kube.request("DELETE", path)
 
 
-def test_support_bundle_from_a_live_cluster_and_a_node(tmp_path, cluster, world):
+def test_support_bundle_from_a_live_cluster_and_a_node(tmp_path, cluster, world, module_runner):
     tools, state = fake_node(tmp_path)
     (tmp_path / "nodes.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {world["node"]: {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -200,6 +200,23 @@ def test_support_bundle_from_a_live_cluster_and_a_node(tmp_path, cluster, world)
         for secret in world["secrets"].values():
             assert secret.encode() not in data, "%s leaks %s" % (name, secret)
         assert b'"kind": "Secret"' not in data, name
+
+    # one judgment, two sources: gpu_diagnose reads the bundle, node side included ...
+    import gpu_diagnose
+    folder = module_runner(gpu_diagnose.main, {"bundle": str(dest), "namespace": world["ns"], "pod": "trainer"})
+    assert not folder["failed"], folder.get("msg")
+    driver = folder["layers"][0]
+    assert driver["layer"] == "driver" and "fabric_manager" in json.dumps(driver["evidence"])   # nodes/<node>/fabric-manager.txt
+    # ... and a bundle without a node side judges as the live cluster without node access does
+    dest2 = tmp_path / "cluster-only"
+    rc, out, raw = run(base + ["-e", "dest=%s" % dest2, "-e", "node_group=nobody"], tools)
+    assert rc == 0 and not (dest2 / "nodes").exists(), raw[-2000:]
+    live = module_runner(gpu_diagnose.main, {"kubeconfig": cluster, "namespace": world["ns"], "pod": "trainer"})
+    folder = module_runner(gpu_diagnose.main, {"bundle": str(dest2), "namespace": world["ns"], "pod": "trainer"})
+    assert not live["failed"] and not folder["failed"], (live.get("msg"), folder.get("msg"))
+    assert [(l["layer"], l["status"]) for l in folder["layers"]] == [(l["layer"], l["status"]) for l in live["layers"]], \
+        (live["report"], folder["report"])
+    assert folder["first_broken"] == live["first_broken"] is not None
 
     # a rerun keeps the earlier bundle, and says so
     before = {p: p.stat().st_mtime_ns for p in dest.rglob("*")}
