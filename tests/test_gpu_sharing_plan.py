@@ -305,3 +305,18 @@ def test_readme_sharing_table_is_what_the_module_says():
     assert len(shown) == len(rows) == 3
     for readme_row, row in zip(shown, rows):
         assert row.startswith(readme_row.rstrip(" |") + " |"), (readme_row, row)
+
+
+def test_listings_that_do_not_belong_together_are_refused():
+    with pytest.raises(gs.PlanError, match="no placement for profile ID 6 \\(2g.12gb\\+me, "
+                                           "mig_profile_listing line 16\\)"):
+        gs.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
+                    profile_listing=listing("a30-535.183.01.lgip.txt"),
+                    placement_listing=listing("a30-older-driver.lgipp.txt"))
+    with pytest.raises(gs.PlanError, match="mig_placement_listing needs mig_profile_listing"):
+        gs.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
+                    placement_listing=listing("a30-535.183.01.lgipp.txt"))
+    with pytest.raises(gs.PlanError, match="mig_placement_listing line 2 cannot be read"):
+        gs.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
+                    profile_listing=listing("a30-535.183.01.lgip.txt"),
+                    placement_listing=listing("a30-535.183.01.lgip.txt"))
