@@ -556,6 +556,17 @@ class Diagnosis(object):
                               "and CDI is %s" % (", ".join(nvidia_loaded), default or "unknown",
                                                  {True: "on", False: "off"}.get(cdi, "unknown")))
             if running is not None and cdi is False:
+                planned = [r for r in configured or [] if "nvidia" in r.lower()]
+                if planned:
+                    return _layer("container-runtime", "broken", evidence, "containerd on %s "
+                                  "runs without an NVIDIA runtime and with CDI off; the files give "
+                                  "it %s but the daemon never restarted (restart pending)%s" % (
+                                      name, ", ".join(planned),
+                                      " - and the next start drops runc, which its "
+                                      "default_runtime_name needs: fix the drop-in (merge it "
+                                      "with the main config, containerd_merge) before restarting"
+                                      if "runc" in running and "runc" not in (configured or [])
+                                      else ": systemctl restart containerd"))
                 return _layer("container-runtime", "broken", evidence, "containerd on %s has no "
                               "NVIDIA runtime loaded and CDI off: no container there gets a GPU "
                               "(nvidia-ctk runtime configure --runtime=containerd, restart "

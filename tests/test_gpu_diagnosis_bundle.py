@@ -565,3 +565,28 @@ def test_gpu_diagnosis_role_reads_a_bundle_in_check_mode(tmp_path):
     assert "broken at container-runtime on %s" % NODE in out.stdout, out.stdout[-2000:]
     assert "restart is pending" in out.stdout
     assert not (tmp_path / "report.md").exists()
+
+
+def test_the_labs_real_node_in_the_incident(module_runner, tmp_path):
+    """lab-node-1's own crictl info and config dump (real containerd 1.6.20, captured from the
+    running node: diagnosis_corpus/real-node-lab-node-1/README.md) in a bundle."""
+    real = CORPUS / "real-node-lab-node-1"
+    b = Bundle(tmp_path / "rn1")
+    b.cluster["nodes.json"] = json.loads(read(real / "nodes.json"))["items"]
+    node = b.cluster["nodes.json"][0]["metadata"]["name"]
+    b.cluster["pods.json"] = [dict(plugin_pod("nvidia-device-plugin-daemonset-cjlfr", {"name": "nvidia-device-plugin-ds"},
+                                              namespace="kube-system"))]
+    b.cluster["pods.json"][0]["spec"]["nodeName"] = node
+    root = b.write()
+    folder = pathlib.Path(root) / "nodes" / node
+    folder.mkdir(parents=True)
+    for name in ("crictl-info.json", "containerd-config-dump.toml", "device-plugins.txt"):
+        shutil.copy(real / name, folder / name)
+    facts = gs.BundleSource(root).facts(node)
+    assert facts["runtimes_running"] == ["runc"] and facts["runtimes_configured"] == ["nvidia"]
+    assert facts["restart_pending"] is True and facts["device_plugin_sockets"] == []
+    out = diagnose(module_runner, root, node=node)
+    runtime = layer(out, "container-runtime")
+    assert out["first_broken"] == "container-runtime" and "restart pending" in runtime["next"]
+    assert "drops runc" in runtime["next"]
+    assert layer(out, "driver")["status"] == "unknown"      # no nvidia-smi on that node
