@@ -211,6 +211,9 @@ def test_listing_of_two_different_cards_refused():
     ("nvidia h100 80gb hbm3", "H100-SXM5-80GB"), ("H100-SXM5-80GB", "H100-SXM5-80GB"),
     ("NVIDIA H100 PCIe", "H100-PCIE-80GB"), ("NVIDIA-H100-PCIe", "H100-PCIE-80GB"),
     ("NVIDIA H100 NVL", "H100-NVL-94GB"), ("NVIDIA H200", "H200-SXM5-141GB"),
+    # GFD's labels as a public note shows them under MPS and under mig-strategy single
+    # (code index file 59145491406, see mig_listings/sources.yaml)
+    ("NVIDIA-H100-NVL-SHARED", "H100-NVL-94GB"), ("NVIDIA-H100-NVL-MIG-1g.12gb", "H100-NVL-94GB"),
     ("NVIDIA-H200", "H200-SXM5-141GB"), ("NVIDIA A30", "A30-24GB"),
     ("NVIDIA-A30-SHARED", "A30-24GB"), ("NVIDIA A100-PCIE-40GB", "A100-SXM4-40GB"),
     ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "A100-SXM4-40GB"), ("A100-SXM4-40GB", "A100-SXM4-40GB"),
