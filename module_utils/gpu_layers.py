@@ -361,7 +361,9 @@ class Diagnosis(object):
                               "and PCIe; the plugin marks it unhealthy" % (name, lost[-1][:120]))
             gpus = facts.get("gpus")
             expected = _amount(labels.get("nvidia.com/gpu.count"))
-            if gpus is not None and expected and len(gpus) < expected:
+            # under a MIG strategy GFD counts MIG devices in gpu.count; only compare whole GPUs
+            whole = labels.get("nvidia.com/mig.strategy", "none") == "none"
+            if gpus is not None and expected and whole and len(gpus) < expected:
                 evidence.append(_ev("%s gpus (nvidia-smi --query-gpu)" % fref, len(gpus)))
                 evidence.append(_ev("%s .metadata.labels[nvidia.com/gpu.count]"
                                     % self.src.ref_node(name), labels["nvidia.com/gpu.count"]))

@@ -590,3 +590,13 @@ def test_the_labs_real_node_in_the_incident(module_runner, tmp_path):
     assert out["first_broken"] == "container-runtime" and "restart pending" in runtime["next"]
     assert "drops runc" in runtime["next"]
     assert layer(out, "driver")["status"] == "unknown"      # no nvidia-smi on that node
+
+
+def test_mig_single_strategy_counts_are_not_a_lost_gpu(module_runner, tmp_path):
+    # GFD under migStrategy=single counts MIG devices in nvidia.com/gpu.count (7 on one A100)
+    b = healthy(tmp_path)
+    b.cluster["nodes.json"] = [node_obj(gpus="7", labels={"nvidia.com/gpu.count": "7",
+                                                          "nvidia.com/mig.strategy": "single"})]
+    b.node_files["nvidia-smi-query.csv"] = QUERY_OK.splitlines()[0] + "\n"
+    out = diagnose(module_runner, b.write(), node=NODE)
+    assert layer(out, "driver")["status"] == "ok" and out["first_broken"] is None, out["report"]
