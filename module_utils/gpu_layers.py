@@ -322,6 +322,11 @@ class Diagnosis(object):
         if facts.get("cri_error"):
             found += text_findings(facts["cri_error"], "%s cri_error (crictl info)"
                                    % self.src.ref_facts(node["metadata"]["name"]))
+        try:
+            found += text_findings(self.src.kubelet_log(node["metadata"]["name"]),
+                                   "%skubelet.log" % self.src.ref_facts(node["metadata"]["name"]))
+        except Unreadable:
+            pass
         return found
 
     # ---------------------------------------------------------------- layers

@@ -117,6 +117,10 @@ class Source(object):
         """Why the source lacks a node artefact (a bundle's bundle.json says), or None."""
         return None
 
+    def kubelet_log(self, node):
+        """The node's kubelet log text (a bundle's nodes/<node>/kubelet.log), or Unreadable."""
+        raise Unreadable("no kubelet log in this source")
+
     # where each answer came from, for the evidence
     def ref_node(self, name):
         return "node %s" % name
@@ -392,6 +396,12 @@ class BundleSource(Source):
         if node in self.extra:
             found = dict(found or {}, **self.extra[node])
         return found
+
+    def kubelet_log(self, node):
+        path = os.path.join(self.root, "nodes", node, "kubelet.log")
+        if not os.path.isfile(path):
+            raise Unreadable("the bundle has no nodes/%s/kubelet.log" % node)
+        return read_text_file(path, path, limit=1024 * 1024)
 
     def ref_node(self, name):
         return "cluster/nodes.json [%s]" % name

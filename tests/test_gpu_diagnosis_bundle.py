@@ -600,3 +600,16 @@ def test_mig_single_strategy_counts_are_not_a_lost_gpu(module_runner, tmp_path):
     b.node_files["nvidia-smi-query.csv"] = QUERY_OK.splitlines()[0] + "\n"
     out = diagnose(module_runner, b.write(), node=NODE)
     assert layer(out, "driver")["status"] == "ok" and out["first_broken"] is None, out["report"]
+
+
+def test_kubelet_log_of_a_bundle_is_read(module_runner, tmp_path):
+    b = healthy(tmp_path)
+    b.node_files.pop("crictl-info.json")
+    b.node_files.pop("containerd-config-dump.toml")
+    b.node_files["kubelet.log"] = ('E1201 22:01:02.123456    1234 pod_workers.go:1301] "Error syncing pod" '
+                                   'err="failed to \\"CreatePodSandbox\\" for \\"trainer-0_ml\\": '
+                                   + read(REAL / "event-no-runtime-nvidia-2.x.txt").strip() + '"\n')
+    b.cluster["pods.json"].append(workload())
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert out["first_broken"] == "container-runtime", out["report"]
+    assert "kubelet.log" in evidence_text(out, "container-runtime")
