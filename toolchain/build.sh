@@ -6,7 +6,7 @@
 #                                           NAME PINNED-VERSION ok|missing|stale
 #
 # COMPONENT: kube-apiserver kube-controller-manager kube-scheduler kubectl
-#            etcd kwok kwokctl
+#            etcd kwok kwokctl kubelet crictl   (the last two: the real node)
 # The version comes from the module's go.mod (the single pin) and is stamped
 # into the binary the way upstream's release build does, so `--version` tells
 # the truth. The binary is written next to its final name and renamed into
@@ -17,7 +17,7 @@ set -euo pipefail
 # TOOLCHAIN_DIR: where the go.mod folders are, when this script runs from a copy
 # (Ansible's script action runs a copy in a temporary folder).
 here=${TOOLCHAIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl"
+components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl kubelet crictl"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
 
@@ -27,7 +27,8 @@ modver() { # module-dir module-path -> version pinned in that go.mod
 
 pinned() { # component -> the version its --version must print
   case "$1" in
-    kube-*|kubectl) modver kubernetes k8s.io/kubernetes ;;
+    kube-*|kubectl|kubelet) modver kubernetes k8s.io/kubernetes ;;
+    crictl) modver cri-tools sigs.k8s.io/cri-tools ;;
     etcd) v=$(modver etcd go.etcd.io/etcd/server/v3); echo "${v#v}" ;;
     kwok|kwokctl) modver kwok sigs.k8s.io/kwok ;;
   esac
@@ -73,7 +74,7 @@ if [ "$component" = status ]; then
 fi
 
 case "$component" in
-  kube-apiserver|kube-controller-manager|kube-scheduler|kubectl)
+  kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet)
     moddir=kubernetes
     version=$(modver kubernetes k8s.io/kubernetes)
     pkg=k8s.io/kubernetes/cmd/$component
@@ -92,6 +93,13 @@ case "$component" in
     ldflags="-X go.etcd.io/etcd/api/v3/version.GitSHA=module-$version"
     tags=""
     ;;
+  crictl)
+    moddir=cri-tools
+    version=$(modver cri-tools sigs.k8s.io/cri-tools)
+    pkg=sigs.k8s.io/cri-tools/cmd/crictl
+    ldflags="-X sigs.k8s.io/cri-tools/pkg/version.Version=$version"
+    tags=""
+    ;;
   kwok|kwokctl)
     moddir=kwok
     version=$(modver kwok sigs.k8s.io/kwok)
@@ -102,7 +110,7 @@ case "$component" in
     ;;
   *)
     echo "build.sh: unknown component '$component'" >&2
-    echo "known: kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl" >&2
+    echo "known: $components" >&2
     exit 2
     ;;
 esac

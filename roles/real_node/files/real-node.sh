@@ -1,0 +1,585 @@
+#!/usr/bin/env bash
+# The lab's real node: a real containerd and kubelet on this machine, isolated per cluster.
+#
+#   real-node.sh converge STATE   bring the node to the incident's end state (say what was done)
+#   real-node.sh reboot STATE     the next reboot: everything stops, starts from the files on disk
+#   real-node.sh status STATE     what runs (JSON), changes nothing
+#   real-node.sh down STATE       stop everything, remove namespaces, veth, cgroups, mounts
+#   real-node.sh exec STATE CMD.. run CMD on the node (its mount and network namespace, its PATH)
+#   real-node.sh probe            can this machine run a real node? one line: ok | no: WHY
+#
+# STATE is the node's own folder; STATE/node.env (written by the role) names everything else.
+# Isolation: the node has a network namespace of its own (a veth pair with a /30 of
+# 10.213.0.0/16 chosen per cluster, no default route) and a private mount namespace in which the
+# lab folder stands for the node's / (/etc/containerd is the node's view of
+# LAB/etc/containerd, /var/lib/kubelet, /var/lib/containerd, /run/containerd, /etc/cni/net.d and
+# /opt/cni/bin are folders under STATE). Every process of the node - containerd, its shims, the
+# kubelet and every container - runs in the cgroup /gpu-incident-lab-<id> (all hierarchies), so
+# stopping the node is "kill what is in that cgroup". Nothing is written to the host's
+# /etc/containerd, /var/lib/kubelet, /etc/cni or /opt/cni.
+set -euo pipefail
+
+cmd=${1:?usage: real-node.sh converge|reboot|status|down|exec STATE}
+
+probe() {
+  [ "$(id -u)" = 0 ] || { echo "no: not root (a real node needs root for namespaces and cgroups)"; return; }
+  command -v nsenter >/dev/null && command -v unshare >/dev/null && command -v ip >/dev/null ||
+    { echo "no: nsenter, unshare or ip (util-linux, iproute2) missing"; return; }
+  [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] ||
+    { echo "no: no cgroup filesystem under /sys/fs/cgroup"; return; }
+  local t="gil-probe-$$"
+  ip netns add "$t" 2>/dev/null || { echo "no: cannot create a network namespace (ip netns add)"; return; }
+  ip netns del "$t"
+  unshare --mount --propagation private true 2>/dev/null || { echo "no: cannot create a mount namespace (unshare --mount)"; return; }
+  echo ok
+}
+if [ "$cmd" = probe ]; then probe; exit 0; fi
+
+S=${2:?state folder}
+if [ ! -r "$S/node.env" ]; then   # no node was ever set up here
+  case "$cmd" in
+    status|down) echo '{"exists": false, "holder": false, "containerd": false, "kubelet": false, "changed": false, "actions": []}'; exit 0 ;;
+    *) echo "real-node: no real node in $S (run lab.yml first)" >&2; exit 1 ;;
+  esac
+fi
+# shellcheck disable=SC1091
+source "$S/node.env"
+# node.env: NODE_NAME CLUSTER_ID HOST_IP NODE_IP LAB_ROOT KUBECONFIG_ADMIN PKI_DIR BIN_DIR KUBELET
+#           PACKAGES_DIR TOOLCHAIN_DIR CONTAINERD_VERSION CONTAINERD_BIN_DIR NODE_LABELS IMAGES_TAR WAIT_TIMEOUT
+NETNS=gil-$CLUSTER_ID
+VETH_HOST=gil${CLUSTER_ID}h
+VETH_NODE=gil${CLUSTER_ID}n
+CG=gpu-incident-lab-$CLUSTER_ID
+# Machine adaptations of the node's view of LAB/etc/containerd (README: what is real): without
+# systemd, runc cannot use the systemd cgroup driver (SystemdCgroup = true -> false); where the
+# kernel refuses a negative oom_score_adj (runc: "can't get final child's PID from pipe: EOF"),
+# the CRI table gets restrict_oom_score_adj = true. Nothing else of the files is touched.
+VIEW_REWRITE_SYSTEMD=false
+[ -d /run/systemd/system ] || VIEW_REWRITE_SYSTEMD=true
+VIEW_RESTRICT_OOM=false
+sh -c 'echo -1 > /proc/self/oom_score_adj' 2>/dev/null || VIEW_RESTRICT_OOM=true
+VIEW_FLAGS="systemd-cgroup-false=$VIEW_REWRITE_SYSTEMD,restrict-oom=$VIEW_RESTRICT_OOM"
+export VIEW_FLAGS
+NODE_PATH=$S/nodebin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+actions=()
+
+say() { actions+=("$*"); echo "real-node: $*" >&2; }
+die() { echo "real-node: $*" >&2; printf '{"failed": true, "msg": %s}\n' "$(json_str "$*")"; exit 1; }
+json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }
+
+alive() { # pidfile [expected-substring-of-cmdline]
+  local p
+  p=$(cat "$S/$1.pid" 2>/dev/null) || return 1
+  [ -n "$p" ] && [ -d "/proc/$p" ] || return 1
+  [ "$(cat "/proc/$p/stat" 2>/dev/null | awk '{print $3}')" != Z ] || return 1
+  [ -z "${2:-}" ] || tr '\0' ' ' < "/proc/$p/cmdline" | grep -qF -- "$2"
+}
+
+cgroup_dirs() { # every hierarchy's folder of the node's cgroup
+  local d
+  for d in /sys/fs/cgroup/*/; do
+    [ -f "$d/cgroup.procs" ] || continue
+    echo "${d%/}/$CG"
+  done
+  [ -f /sys/fs/cgroup/cgroup.controllers ] && echo "/sys/fs/cgroup/$CG"
+  return 0
+}
+
+cgroup_create() { # the node's cgroup in every hierarchy, and its sub-cgroup "system"
+  local d parent
+  while read -r d; do
+    for sub in "$d" "$d/system"; do
+      mkdir -p "$sub"
+      if [ -f "$sub/cpuset.cpus" ] && [ -z "$(cat "$sub/cpuset.cpus")" ]; then
+        parent=$(dirname "$sub")
+        cat "$parent/cpuset.cpus" > "$sub/cpuset.cpus"
+        cat "$parent/cpuset.mems" > "$sub/cpuset.mems"
+      fi
+    done
+  done < <(cgroup_dirs)
+}
+
+cgroup_join() { # move process $1 into the node's system cgroup everywhere
+  local d
+  while read -r d; do
+    [ -d "$d/system" ] && echo "$1" > "$d/system/cgroup.procs" 2>/dev/null || true
+  done < <(cgroup_dirs)
+}
+
+cgroup_pids() { # every process in the node's cgroup tree (one hierarchy is enough: all are joined)
+  local d
+  d=$(cgroup_dirs | grep -E '/(pids|memory|unified)/' | head -1)
+  [ -n "$d" ] && [ -d "$d" ] || d="/sys/fs/cgroup/pids/$CG"
+  [ -d "$d" ] || return 0
+  find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u
+}
+
+kill_all() { # every process of the node, then wait until none is left
+  local i pids
+  for i in $(seq 1 100); do
+    pids=$(cgroup_pids)
+    for f in holder forward; do
+      alive "$f" && pids+=" $(cat "$S/$f.pid")"
+    done
+    [ -n "${pids// /}" ] || return 0
+    # shellcheck disable=SC2086
+    kill -9 $pids 2>/dev/null || true
+    # wait for them to be gone (bounded: 100 rounds of 0.1 s)
+    sleep 0.1
+  done
+  die "processes of the node did not exit: $(cgroup_pids | tr '\n' ' ')"
+}
+
+cgroup_remove() {
+  local d
+  while read -r d; do
+    [ -d "$d" ] || continue
+    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done < <(cgroup_dirs)
+}
+
+net_up() {
+  if ! ip netns list | grep -qw "$NETNS"; then
+    ip netns add "$NETNS"
+    say "network namespace $NETNS created"
+  fi
+  if ! ip link show "$VETH_HOST" >/dev/null 2>&1; then
+    ip link add "$VETH_HOST" type veth peer name "$VETH_NODE"
+    ip link set "$VETH_NODE" netns "$NETNS"
+    ip addr add "$HOST_IP/30" dev "$VETH_HOST"
+    ip link set "$VETH_HOST" up
+    ip -n "$NETNS" addr add "$NODE_IP/30" dev "$VETH_NODE"
+    ip -n "$NETNS" link set "$VETH_NODE" up
+    ip -n "$NETNS" link set lo up
+    say "veth $VETH_HOST ($HOST_IP) <-> $VETH_NODE ($NODE_IP) in $NETNS, no default route"
+  fi
+}
+
+in_node() { # run in the node's mount and network namespace (the holder's)
+  nsenter --target "$(cat "$S/holder.pid")" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" "$@"
+}
+
+view_sync() { # main|all: the node's /etc/containerd from LAB/etc/containerd
+  python3 - "$LAB_ROOT/etc/containerd" "$S/etc-containerd" "$1" "$VIEW_REWRITE_SYSTEMD" "$LAB_ROOT" \
+    "$VIEW_RESTRICT_OOM" <<'EOF'
+import os, re, shutil, sys
+src, dst, mode, rewrite, lab, restrict = sys.argv[1:7]
+CRI = {"2": 'plugins."io.containerd.grpc.v1.cri"', "3": 'plugins."io.containerd.cri.v1.runtime"'}
+
+
+def restrict_oom(text):
+    """restrict_oom_score_adj = true in the CRI table of a file that configures CRI."""
+    if "restrict_oom_score_adj" in text:
+        return text
+    version = "3" if re.search(r"(?m)^\s*version\s*=\s*3\b", text) else "2"
+    table = CRI[version]
+    header = re.compile(r"(?m)^\s*\[\s*" + re.escape(table).replace('\\"', '"') + r"\s*\]\s*$")
+    if header.search(text):
+        return header.sub(lambda m: m.group(0) + "\n  restrict_oom_score_adj = true", text, count=1)
+    if table.split('"')[1] not in text:
+        return text   # this file does not configure CRI
+    return text.rstrip("\n") + "\n\n[" + table + "]\n  restrict_oom_score_adj = true\n"
+want = {}
+if os.path.isdir(src):
+    for root, _dirs, files in os.walk(src):
+        for name in files:
+            rel = os.path.relpath(os.path.join(root, name), src)
+            if mode == "main" and rel != "config.toml":
+                continue
+            want[rel] = os.path.join(root, name)
+os.makedirs(dst, exist_ok=True)
+for root, _dirs, files in os.walk(dst):
+    for name in files:
+        rel = os.path.relpath(os.path.join(root, name), dst)
+        if rel not in want:
+            os.remove(os.path.join(root, name))
+for rel, path in want.items():
+    with open(path, "rb") as f:
+        data = f.read()
+    if rel.endswith(".toml"):
+        text = data.decode("utf-8", "surrogateescape")
+        # the lab folder stands for the node's /: a path into it names the node's own file
+        text = text.replace(lab.rstrip("/") + "/etc/containerd", "/etc/containerd")
+        if rewrite == "true":   # no systemd on this machine: runc cannot use its cgroup driver
+            text = re.sub(r"(?m)^(\s*SystemdCgroup\s*=\s*)true\b", r"\1false", text)
+        if restrict == "true":  # this kernel refuses a negative oom_score_adj (runc fails on it)
+            text = restrict_oom(text)
+        data = text.encode("utf-8", "surrogateescape")
+    out = os.path.join(dst, rel)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    old = open(out, "rb").read() if os.path.exists(out) else None
+    if old != data:
+        with open(out + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(out + ".tmp", out)
+        print(rel)
+EOF
+}
+
+mounts_script() { # what the holder sets up in its fresh mount namespace
+  cat <<EOF
+set -e
+mount --make-rprivate /
+for d in etc usr opt var; do
+  mkdir -p "$S/ov/\$d/up" "$S/ov/\$d/work"
+  mount -t overlay overlay -o "lowerdir=/\$d,upperdir=$S/ov/\$d/up,workdir=$S/ov/\$d/work" "/\$d"
+done
+mount -t tmpfs -o mode=0755 tmpfs /run
+mkdir -p /etc/containerd /etc/cni/net.d /opt/cni/bin /var/lib/containerd /var/lib/kubelet /run/containerd
+mount --bind "$S/etc-containerd" /etc/containerd
+mount --bind "$S/cni/net.d" /etc/cni/net.d
+mount --bind "$S/cni/bin" /opt/cni/bin
+mount --bind "$S/containerd-root" /var/lib/containerd
+mount --bind "$S/kubelet" /var/lib/kubelet
+mount --bind "$S/run-containerd" /run/containerd
+install -m 0755 "$S/nodebin/nvidia-container-runtime" /usr/bin/nvidia-container-runtime
+printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n' > /etc/crictl.yaml
+exec "$S/nodebin/pause"
+EOF
+}
+
+holder_up() {
+  if alive holder "$S/nodebin/pause"; then return 0; fi
+  mkdir -p "$S/etc-containerd" "$S/cni/net.d" "$S/containerd-root" "$S/kubelet" "$S/run-containerd"
+  rm -rf "$S/ov" "$S/run-containerd"/* 2>/dev/null || true    # a boot starts from a clean /run
+  mounts_script > "$S/holder.sh"
+  cgroup_create
+  # the holder: a private mount namespace inside the node's network namespace, kept by pause
+  setsid nsenter --net="/run/netns/$NETNS" unshare --mount --propagation private -- \
+    bash "$S/holder.sh" > "$S/holder.log" 2>&1 < /dev/null &
+  echo $! > "$S/holder.pid"
+  wait_for 20 "the node's mount namespace (pause running in it)" holder_ready
+  cgroup_join "$(cat "$S/holder.pid")"
+  say "node namespaces up (mount + network), holder pid $(cat "$S/holder.pid")"
+}
+
+holder_ready() {
+  local p; p=$(cat "$S/holder.pid")
+  [ -d "/proc/$p" ] || die "the node's namespace holder exited: $(tail -3 "$S/holder.log")"
+  tr '\0' ' ' < "/proc/$p/cmdline" | grep -qF "$S/nodebin/pause"
+}
+
+wait_for() { # seconds what fn... : poll fn every 0.2 s until it succeeds, else fail naming what
+  local limit=$1 what=$2 end; shift 2
+  end=$(( $(date +%s) + limit ))
+  until "$@"; do
+    [ "$(date +%s)" -lt "$end" ] || die "waited ${limit}s for $what"
+    sleep 0.2
+  done
+}
+
+forward_up() {
+  if alive forward "netns_forward.py"; then return 0; fi
+  setsid python3 "$S/nodebin/netns_forward.py" "/run/netns/$NETNS" "$API_PORT" > "$S/forward.log" 2>&1 < /dev/null &
+  echo $! > "$S/forward.pid"
+  say "API server port $API_PORT carried into the node's loopback"
+}
+
+cri_ready() {
+  alive containerd "$CONTAINERD_BIN_DIR/containerd" || die "containerd exited: $(grep -vE 'level=(info|debug|warning)' "$S/containerd.log" | tail -2) (log: $S/containerd.log)"
+  in_node ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1
+}
+
+containerd_start() { # incident|reboot
+  local mode=$1
+  if [ "$mode" = incident ]; then view_sync main > /dev/null; else view_sync all > /dev/null; fi
+  [ -f "$S/containerd.log" ] && mv -f "$S/containerd.log" "$S/containerd.log.1"
+  # no main config yet (a fresh lab folder): containerd starts on its built-in defaults
+  local config_arg=""
+  [ -f "$S/etc-containerd/config.toml" ] && config_arg="--config /etc/containerd/config.toml"
+  nsenter --target "$(cat "$S/holder.pid")" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" \
+    setsid "$CONTAINERD_BIN_DIR/containerd" $config_arg \
+    > "$S/containerd.log" 2>&1 < /dev/null &
+  echo $! > "$S/containerd.pid"
+  cgroup_join "$(cat "$S/containerd.pid")"
+  wait_for "$WAIT_TIMEOUT" "containerd to answer on its socket" cri_ready
+  python3 - "$S/boot.json" "$mode" "$LAB_ROOT/etc/containerd/config.toml" "$CONTAINERD_VERSION" <<'EOF'
+import hashlib, json, os, sys, time
+path, mode, main, version = sys.argv[1:5]
+sha = hashlib.sha256(open(main, "rb").read()).hexdigest() if os.path.exists(main) else None
+view = os.environ.get("VIEW_FLAGS", "")
+json.dump({"mode": mode, "main_config_sha256": sha, "view": view, "containerd": version,
+           "started": int(time.time())},
+          open(path, "w"))
+EOF
+  if [ "$mode" = incident ]; then
+    say "containerd $CONTAINERD_VERSION started from the main config alone (as on the incident day)"
+    images_import
+    local arrived; arrived=$(view_sync all | tr '\n' ' ')
+    [ -z "$arrived" ] || say "then the drop-in arrived: ${arrived% } (containerd not restarted)"
+  else
+    say "containerd $CONTAINERD_VERSION started from every file on disk (the reboot)"
+    images_import
+  fi
+}
+
+images_import() {
+  local want have
+  want=$(sha256sum "$IMAGES_TAR" | cut -d' ' -f1)
+  have=$(cat "$S/containerd-root/.lab-images" 2>/dev/null || true)
+  [ "$want" = "$have" ] && return 0
+  in_node ctr --address /run/containerd/containerd.sock -n k8s.io images import "$IMAGES_TAR" > "$S/images.log" 2>&1 ||
+    die "importing the local images failed: $(tail -2 "$S/images.log")"
+  echo "$want" > "$S/containerd-root/.lab-images"
+  say "local images imported (pause, busybox and the stand-ins the lab's manifests name)"
+}
+
+kubelet_start() {
+  [ -f "$S/kubelet.log" ] && mv -f "$S/kubelet.log" "$S/kubelet.log.1"
+  nsenter --target "$(cat "$S/holder.pid")" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" \
+    setsid "$KUBELET" --config "$S/kubelet-config.yaml" --kubeconfig "$S/pki/kubelet.kubeconfig" \
+    --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --node-labels "$NODE_LABELS" \
+    --v 1 > "$S/kubelet.log" 2>&1 < /dev/null &
+  echo $! > "$S/kubelet.pid"
+  cgroup_join "$(cat "$S/kubelet.pid")"
+  say "kubelet started as $NODE_NAME ($NODE_IP)"
+}
+
+status_json() {
+  local running="" cri_err=""
+  if alive containerd "$CONTAINERD_BIN_DIR/containerd" && alive holder; then
+    running=$(in_node crictl info 2>"$S/crictl.err") || { cri_err="$(cat "$S/crictl.err")"; running=""; }
+  fi
+  python3 - "$S" "$running" "$cri_err" \
+    "$(alive holder && echo 1)" "$(alive containerd "$CONTAINERD_BIN_DIR/containerd" && echo 1)" \
+    "$(alive kubelet "$KUBELET" && echo 1)" "$(alive forward netns_forward.py && echo 1)" "$1" "$NODE_IP" "$NETNS" <<'EOF'
+import json, os, sys
+s, running, cri_err, holder, ctrd, kubelet, fwd, actions, node_ip, netns = sys.argv[1:11]
+boot = {}
+try:
+    boot = json.load(open(os.path.join(s, "boot.json")))
+except (OSError, ValueError):
+    pass
+out = {"holder": bool(holder), "containerd": bool(ctrd), "kubelet": bool(kubelet), "forwarder": bool(fwd),
+       "boot": boot, "node_ip": node_ip, "netns": netns,
+       "actions": [a for a in actions.split("\x1f") if a], "changed": bool(actions)}
+if running:
+    try:
+        cfg = json.loads(running).get("config", {})
+        out["runtimes_running"] = sorted(cfg.get("containerd", {}).get("runtimes", {}))
+        out["default_runtime"] = cfg.get("containerd", {}).get("defaultRuntimeName")
+    except ValueError:
+        out["cri_error"] = running.strip()[:500]
+if cri_err:
+    out["cri_error"] = cri_err.strip()[:500]
+errs = []
+try:
+    for line in open(os.path.join(s, "containerd.log"), errors="replace"):
+        if ("level=error" in line or "level=fatal" in line
+                or ("failed to load plugin" in line and ".cri" in line)):
+            errs.append(line.strip())
+except OSError:
+    pass
+out["containerd_errors"] = errs[-5:]
+print(json.dumps(out))
+EOF
+}
+
+packages() { # Debian's packages, unpacked (never installed) under PACKAGES_DIR/<name>
+  local p deb
+  mkdir -p "$PACKAGES_DIR/debs"
+  for p in containerd runc containernetworking-plugins busybox-static; do
+    [ -e "$PACKAGES_DIR/$p/.unpacked" ] && continue
+    command -v apt-get >/dev/null || die "apt-get is needed to fetch Debian's $p package"
+    ( cd "$PACKAGES_DIR/debs" && { apt-get download "$p" >/dev/null 2>&1 ||
+        { apt-get update -qq >/dev/null 2>&1 && apt-get download "$p" >/dev/null 2>&1; }; } ) ||
+      die "apt-get download $p failed (Debian's package mirror not reachable?)"
+    deb=$(ls -t "$PACKAGES_DIR/debs/${p}_"*.deb | head -1)
+    rm -rf "$PACKAGES_DIR/$p" && dpkg-deb -x "$deb" "$PACKAGES_DIR/$p"
+    basename "$deb" > "$PACKAGES_DIR/$p/.unpacked"
+    say "unpacked Debian's $(basename "$deb")"
+  done
+}
+
+containerd_build() { # 2.x: containerd, its runc shim and ctr from the pinned module
+  local dir
+  case "$CONTAINERD_VERSION" in
+    1.6.20) return 0 ;;
+    2.2.0) dir=containerd2 ;;
+    2.4.2) dir=containerd24 ;;
+    *) die "containerd $CONTAINERD_VERSION is not one the lab has (1.6.20, 2.2.0, 2.4.2)" ;;
+  esac
+  local c
+  for c in containerd containerd-shim-runc-v2 ctr; do
+    [ -x "$CONTAINERD_BIN_DIR/$c" ] && continue
+    command -v go >/dev/null || die "go is needed to build containerd $CONTAINERD_VERSION"
+    echo "real-node: building $c $CONTAINERD_VERSION (a few minutes the first time)" >&2
+    mkdir -p "$CONTAINERD_BIN_DIR"
+    ( cd "$TOOLCHAIN_DIR/$dir" && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
+        -o "$CONTAINERD_BIN_DIR/.$c.tmp" "github.com/containerd/containerd/v2/cmd/$c" ) > "$S/build.log" 2>&1 ||
+      die "building $c $CONTAINERD_VERSION failed: $(tail -3 "$S/build.log")"
+    mv -f "$CONTAINERD_BIN_DIR/.$c.tmp" "$CONTAINERD_BIN_DIR/$c"
+    say "built $c $CONTAINERD_VERSION"
+  done
+}
+
+prepare() { # binaries on the node's PATH, wrappers for the host, credentials, images
+  packages
+  containerd_build
+  mkdir -p "$S/nodebin" "$S/bin" "$S/pki" "$S/cni/bin"
+  [ -x "$KUBELET" ] || die "no kubelet at $KUBELET (the control_plane_binaries role builds it)"
+  [ -x "$BIN_DIR/crictl" ] || die "no crictl at $BIN_DIR/crictl (the control_plane_binaries role builds it)"
+  local link target
+  for link in containerd:$CONTAINERD_BIN_DIR/containerd ctr:$CONTAINERD_BIN_DIR/ctr \
+      containerd-shim-runc-v2:$CONTAINERD_BIN_DIR/containerd-shim-runc-v2 \
+      runc:$PACKAGES_DIR/runc/usr/sbin/runc crictl:$BIN_DIR/crictl kubelet:$KUBELET; do
+    target=${link#*:}
+    [ "$(readlink "$S/nodebin/${link%%:*}" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$S/nodebin/${link%%:*}"
+  done
+  if [ ! -e "$S/cni/bin/bridge" ]; then cp -a "$PACKAGES_DIR/containernetworking-plugins/usr/lib/cni/." "$S/cni/bin/"; fi
+  if [ ! -x "$S/nodebin/pause" ] || [ "$S/nodebin/pause.c" -nt "$S/nodebin/pause" ]; then
+    command -v gcc >/dev/null || die "gcc is needed to build the sandbox's pause (Debian: apt-get install gcc libc6-dev)"
+    gcc -static -Os -o "$S/nodebin/pause.tmp" "$S/nodebin/pause.c" 2> "$S/build.log" ||
+      die "building pause failed: $(tail -2 "$S/build.log")"
+    mv -f "$S/nodebin/pause.tmp" "$S/nodebin/pause"
+    say "built the sandbox's pause"
+  fi
+  for c in crictl ctr containerd node-exec; do   # host-side wrappers: run on the node
+    local body="#!/bin/sh
+# Runs ${c/node-exec/a command} on the real node $NODE_NAME (its namespaces, its PATH).
+exec \"$S/nodebin/real-node.sh\" exec \"$S\" ${c/node-exec/} \"\$@\""
+    [ "$(cat "$S/bin/$c" 2>/dev/null)" = "$body" ] || { printf '%s\n' "$body" > "$S/bin/$c"; chmod 0755 "$S/bin/$c"; }
+  done
+  # the kubelet's node credentials: system:node:NAME, signed by the cluster's CA
+  [ -r "$PKI_DIR/ca.crt" ] && [ -r "$PKI_DIR/ca.key" ] || die "no cluster CA in $PKI_DIR (ca.crt, ca.key)"
+  if ! cmp -s "$PKI_DIR/ca.crt" "$S/pki/ca.crt" || [ ! -s "$S/pki/kubelet.crt" ]; then
+    cp "$PKI_DIR/ca.crt" "$S/pki/ca.crt"
+    ( umask 077
+      openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$S/pki/kubelet.key" \
+        -subj "/O=system:nodes/CN=system:node:$NODE_NAME" -out "$S/pki/kubelet.csr" 2>/dev/null
+      printf 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' > "$S/pki/ext"
+      openssl x509 -req -in "$S/pki/kubelet.csr" -CA "$PKI_DIR/ca.crt" -CAkey "$PKI_DIR/ca.key" \
+        -CAcreateserial -CAserial "$S/pki/ca.srl" -days 3650 -extfile "$S/pki/ext" -out "$S/pki/kubelet.crt" 2>/dev/null ) ||
+      die "signing the kubelet's certificate with $PKI_DIR/ca.key failed"
+    say "node credentials system:node:$NODE_NAME signed by the cluster's CA"
+  fi
+  local kw; kw="$(dirname "$KUBECONFIG_ADMIN")/kwok.yaml"
+  if [ -r "$kw" ] && ! grep -q -- "--manage-nodes-with-annotation-selector=" "$kw"; then
+    die "the cluster of $KUBECONFIG_ADMIN was created without the real node's settings (its kwok-controller manages every node, the API server cannot reach a kubelet): recreate it with ansible-playbook playbooks/teardown.yml, then lab.yml"
+  fi
+  local server; server=$(awk '$1 == "server:" { print $2; exit }' "$KUBECONFIG_ADMIN")
+  API_PORT=${server##*:}
+  [ -n "$API_PORT" ] || die "no API server address in $KUBECONFIG_ADMIN"
+  local kc="apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster: {server: \"https://127.0.0.1:$API_PORT\", certificate-authority: \"$S/pki/ca.crt\"}
+users:
+- name: $NODE_NAME
+  user: {client-certificate: \"$S/pki/kubelet.crt\", client-key: \"$S/pki/kubelet.key\"}
+contexts:
+- name: node
+  context: {cluster: lab, user: $NODE_NAME}
+current-context: node"
+  [ "$(cat "$S/pki/kubelet.kubeconfig" 2>/dev/null)" = "$kc" ] || { printf '%s\n' "$kc" > "$S/pki/kubelet.kubeconfig"; chmod 0600 "$S/pki/kubelet.kubeconfig"; }
+  # the images: rebuilt only when their spec or inputs changed
+  local want
+  want=$(cat "$S/images.json" "$S/nodebin/pause" "$PACKAGES_DIR/busybox-static/bin/busybox" "$S/nodebin/oci_image.py" | sha256sum | cut -d' ' -f1)
+  if [ "$(cat "$S/images.sha" 2>/dev/null)" != "$want" ] || [ ! -s "$IMAGES_TAR" ]; then
+    python3 "$S/nodebin/oci_image.py" "$S/images.json" "$IMAGES_TAR" || die "building the local images failed"
+    echo "$want" > "$S/images.sha"
+  fi
+}
+
+kwok_stand_in_gone() { # a kwok Node of the same name (an older lab) would fight the kubelet
+  local ann
+  ann=$(kubectl_admin get node "$NODE_NAME" -o 'jsonpath={.metadata.annotations.kwok\.x-k8s\.io/node}' 2>/dev/null) || return 0
+  if [ "$ann" = fake ]; then
+    kubectl_admin delete node "$NODE_NAME" --wait=true >/dev/null
+    say "removed the kwok stand-in Node $NODE_NAME (the real kubelet registers it)"
+  fi
+}
+
+kubectl_admin() { "$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+
+node_ready() { # the Node's Ready condition: True | False | Unknown | (empty: not registered)
+  kubectl_admin get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null
+}
+
+wait_ready() {
+  wait_for "$WAIT_TIMEOUT" "node $NODE_NAME to turn Ready (kubelet log: $S/kubelet.log)" ready_or_kubelet_dead
+}
+ready_or_kubelet_dead() {
+  alive kubelet "$KUBELET" || die "the kubelet exited: $(grep -E '^E' "$S/kubelet.log" | tail -1 | cut -c1-400)"
+  [ "$(node_ready)" = True ]
+}
+
+not_ready() { local r; r=$(node_ready); [ -n "$r" ] && [ "$r" != True ]; }
+
+boot() { # incident|reboot (holder and network already up)
+  containerd_start "$1"
+  kubelet_start
+}
+
+case "$cmd" in
+  converge)
+    prepare
+    kwok_stand_in_gone
+    net_up
+    fresh=""
+    alive holder "$S/nodebin/pause" || fresh=1
+    holder_up
+    forward_up
+    main_sha=""; [ -f "$LAB_ROOT/etc/containerd/config.toml" ] && main_sha=$(sha256sum "$LAB_ROOT/etc/containerd/config.toml" | cut -d' ' -f1)
+    boot_mode=$(python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); print(b.get("mode",""), b.get("main_config_sha256") or "", b.get("view",""), b.get("containerd",""))' "$S/boot.json" 2>/dev/null || true)
+    if [ -n "$fresh" ] || ! alive containerd "$CONTAINERD_BIN_DIR/containerd"; then
+      [ -n "$fresh" ] || say "containerd was not running"
+      if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")"; fi
+      boot incident
+    elif [ "$boot_mode" != "incident $main_sha $VIEW_FLAGS $CONTAINERD_VERSION" ]; then
+      case "$boot_mode" in
+        reboot*) say "the node was rebooted; back to the incident's end state" ;;
+        "incident $main_sha "*) say "containerd was started with other settings (containerd version or the node's view)" ;;
+        *) say "the main config changed since containerd started" ;;
+      esac
+      kill -9 "$(cat "$S/containerd.pid")"
+      wait_for 20 "the old containerd to exit" bash -c "! kill -0 $(cat "$S/containerd.pid") 2>/dev/null"
+      if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")"; fi
+      boot incident
+    else
+      images_import
+      arrived=$(view_sync all | tr '\n' ' ')
+      [ -z "$arrived" ] || say "the drop-in arrived: ${arrived% } (containerd not restarted)"
+      alive kubelet "$KUBELET" || { say "kubelet was not running"; kubelet_start; }
+    fi
+    wait_ready
+    status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
+    ;;
+  reboot)
+    [ -f "$S/holder.pid" ] || die "no real node here ($S): run lab.yml first"
+    prepare
+    kill_all
+    say "the node went down: every process stopped, its mounts gone with its mount namespace"
+    net_up
+    holder_up
+    forward_up
+    boot reboot
+    if in_node crictl info > /dev/null 2>&1; then
+      wait_ready
+    else
+      say "containerd's CRI does not answer: $(grep -E 'failed to load plugin io.containerd.grpc.v1.cri|level=(error|fatal)' "$S/containerd.log" | tail -1 | sed -E 's/.*error="?//; s/"$//')"
+      wait_for "$WAIT_TIMEOUT" "the control plane to see $NODE_NAME NotReady" not_ready
+      say "$NODE_NAME is NotReady ($(node_ready))"
+    fi
+    status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
+    ;;
+  status)
+    status_json ""
+    ;;
+  exec)
+    shift 2
+    alive holder "$S/nodebin/pause" || die "the real node is not running (run lab.yml)"
+    view_sync all > /dev/null
+    in_node "$@"
+    ;;
+  down)
+    kill_all
+    cgroup_remove
+    if ip link show "$VETH_HOST" >/dev/null 2>&1; then ip link del "$VETH_HOST"; say "veth removed"; fi
+    if ip netns list | grep -qw "$NETNS"; then ip netns del "$NETNS"; say "network namespace removed"; fi
+    rm -f "$S"/*.pid "$S/boot.json"
+    status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
+    ;;
+  *) die "unknown command $cmd" ;;
+esac
