@@ -149,6 +149,10 @@ def test_crictl_info_of_real_daemons():
     info = ga.parse_crictl_info(read(C16 / "crictl-info-runc.json"))
     assert info["runtimes_running"] == ["runc"] and info["default_runtime"] == "runc"
     assert "cdi_enabled" not in info and info["cdi_absent"]          # 1.6 has no CDI
+    info = ga.parse_crictl_info(read(CORPUS / "containerd-1.7.27/crictl-info-cdi-on.json"))
+    assert sorted(info["runtimes_running"]) == ["nvidia", "runc"] and info["cdi_enabled"] is True
+    assert "runtime_handlers" not in info                            # 1.7: no runtimeHandlers yet
+    assert ga.parse_config_dump(read(CORPUS / "containerd-1.7.27/config-dump.toml"))["cdi_enabled_configured"]
     info = ga.parse_crictl_info(read(C22 / "crictl-info-runc-nvidia.json"))
     assert sorted(info["runtimes_running"]) == ["nvidia", "runc"]
     assert info["cdi_enabled"] is True and info["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
@@ -613,3 +617,16 @@ def test_kubelet_log_of_a_bundle_is_read(module_runner, tmp_path):
     out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
     assert out["first_broken"] == "container-runtime", out["report"]
     assert "kubelet.log" in evidence_text(out, "container-runtime")
+
+
+@pytest.mark.parametrize("info, expected", [
+    (C16 / "crictl-info-runc.json", "broken"),                              # 1.6: no CDI, runc default
+    (CORPUS / "containerd-1.7.27/crictl-info-cdi-on.json", "ok"),           # 1.7: CDI on
+    (C22 / "crictl-info-runc-nvidia.json", "ok"),                           # 2.2: CDI on by default
+    (C22 / "crictl-info-nvidia-default-cdi-off.json", "ok")])               # 2.2: nvidia default
+def test_pod_without_runtimeclass_across_containerd_versions(module_runner, tmp_path, info, expected):
+    b = healthy(tmp_path, info=info)
+    b.node_files.pop("containerd-config-dump.toml")
+    b.cluster["pods.json"].append(workload(runtime_class=None, phase="Running", waiting=None))
+    out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
+    assert layer(out, "container-runtime")["status"] == expected, out["report"]
