@@ -20,6 +20,22 @@ def blocks(path, lang="sh"):
     return re.findall(r"^%s%s\n(.*?)^%s" % (FENCE, lang, FENCE), text, re.S | re.M)
 
 
+def guide_script(path):
+    """The guide's sh blocks in the order a trainee runs them: in each section the folded
+    solution (<details>) first, then the section's checks, each block as printed."""
+    text = (ROOT / path).read_text()
+    ordered = []
+    for section in re.split(r'(?=^<a id="[^"]+"></a>$)', text, flags=re.M):
+        folded = "".join(re.findall(r"<details>.*?</details>", section, re.S))
+        shown = re.sub(r"<details>.*?</details>", "", section, flags=re.S)
+        ordered += blocks_in(folded) + blocks_in(shown)
+    return ordered
+
+
+def blocks_in(text, lang="sh"):
+    return re.findall(r"^%s%s\n(.*?)^%s" % (FENCE, lang, FENCE), text, re.S | re.M)
+
+
 def run_script(script, home, timeout=1200):
     env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=CACHE, ANSIBLE_FORCE_COLOR="0")
     env.pop("KUBECONFIG", None)
@@ -35,6 +51,13 @@ def test_guides_say_the_same():
     anchors = re.findall(r'<a id="([^"]+)"></a>', en)
     assert anchors == re.findall(r'<a id="([^"]+)"></a>', zh)
     assert ["step-%d" % n for n in range(1, 9)] == [a for a in anchors if a.startswith("step-")]
+    for text in (en, zh):   # every step: a folded solution, and checks shown before it
+        for n in range(1, 9):
+            section = text.split('<a id="step-%d"></a>' % n, 1)[1].split('<a id="', 1)[0]
+            assert section.count("<details>") == 1 and section.count("</details>") == 1, n
+            folded = section.split("<details>", 1)[1].split("</details>", 1)[0]
+            assert blocks_in(folded) and "grade_steps=%d" % n in section.split("<details>", 1)[0], n
+            assert "grade_steps" not in folded, n
 
     def files(text):
         return sorted(set(re.findall(r"`(~/gpuop/[^`]+)`", text)))
@@ -44,7 +67,8 @@ def test_guides_say_the_same():
 def test_the_guide_runs_as_printed_and_passes_the_grader(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    script = "\n".join(blocks("docs/steps.md"))
+    script = "\n".join(guide_script("docs/steps.md"))
+    assert sorted(guide_script("docs/steps.md")) == sorted(blocks("docs/steps.md"))   # every block, once
     try:
         out = run_script(script, home)
         assert out.returncode == 0, ("the guide's commands failed:\n" + out.stdout[-4000:]
@@ -86,3 +110,18 @@ def test_the_readme_runs_as_printed(tmp_path):
             assert "WARNING" not in run.stdout + run.stderr, run.stderr[-2000:]
     finally:
         run_script("source .venv/bin/activate\nansible-playbook playbooks/teardown.yml", home)
+
+
+def test_the_terminal_guide_prints_a_solution_only_when_asked(tmp_path):
+    """guide.yml: a step's checks and a pointer to its folded solution; -e solution=true adds it."""
+    for lang, path in (("en", "docs/steps.md"), ("zh-CN", "docs/steps.zh-CN.md")):
+        text = (ROOT / path).read_text()
+        for step in (1, 7):
+            section = text.split('<a id="step-%d"></a>' % step, 1)[1].split('<a id="', 1)[0]
+            answer = blocks_in(section.split("<details>", 1)[1])[-1]
+            check = blocks_in(section.split("<details>", 1)[0])[-1]
+            cmd = "source .venv/bin/activate\nansible-playbook playbooks/guide.yml -e step=%d -e lang=%s" % (step, lang)
+            folded, shown = run_script(cmd, tmp_path), run_script(cmd + " -e solution=true", tmp_path)
+            assert folded.returncode == 0 and shown.returncode == 0, folded.stdout + shown.stdout
+            assert check in folded.stdout and answer not in folded.stdout and "solution=true" in folded.stdout
+            assert check in shown.stdout and answer in shown.stdout and "<details>" not in shown.stdout
