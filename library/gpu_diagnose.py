@@ -85,7 +85,7 @@ options:
     type: str
   node_facts:
     description:
-      - Per node name, what the node side found (gpu_node_facts' RV(node_facts)) - any of
+      - Per node name, what the node side found (the C(node_facts) gpu_node_facts returns) - any of
         C(driver_ok), C(driver_version), C(driver_error), C(nvidia_smi), C(gpus),
         C(runtimes_running) (alias C(runtimes_loaded)), C(runtimes_configured),
         C(restart_pending), C(default_runtime), C(default_runtime_configured), C(cdi_enabled),

@@ -16,7 +16,7 @@ description:
     are read by the same parsers a support bundle's C(nodes/<node>/) files go through, so a
     live node and a bundle give the same facts.
   - C(nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv,noheader)
-    (RV(node_facts.driver_ok), C(driver_version), C(gpus), C(driver_error) with nvidia-smi's own
+    (C(driver_ok), C(driver_version), C(gpus), C(driver_error) with nvidia-smi's own
     words when it fails). When nvidia-smi is not on PATH and
     C(DRIVER_ROOT/usr/bin/nvidia-smi) exists (the GPU Operator's driver container), it is run
     as C(chroot DRIVER_ROOT nvidia-smi), as the Operator does.

@@ -41,11 +41,14 @@ judged at the lower layer, with the text as evidence.
 
 import re
 
-from ansible.module_utils.gpu_artefacts import (APPLICATION_XIDS, gpu_lost_lines,  # noqa: F401
-                                                runtimes_from_dump, xids)
-from ansible.module_utils.gpu_sources import (DiagnoseError, LiveSource, Source,  # noqa: F401
-                                              Unreadable, parse_selector)
+from ansible.module_utils.gpu_artefacts import APPLICATION_XIDS, gpu_lost_lines, xids
+from ansible.module_utils.gpu_artefacts import runtimes_from_dump as _runtimes_from_dump
+from ansible.module_utils.gpu_sources import (  # noqa: F401
+    DiagnoseError, LiveSource, Source, Unreadable, parse_selector)
 from ansible.module_utils.lab_kube import condition, parse_quantity
+
+# the dump parser lived here first; lab_checks and the tests still call it by this name
+runtimes_from_dump = _runtimes_from_dump
 
 LAYERS = ["driver", "container-runtime", "device-plugin", "node-advertisement", "scheduling",
           "workload"]
@@ -80,8 +83,8 @@ TEXT_RULES = [
      re.compile(r"couldn'?t communicate with the NVIDIA driver|could not communicate with the "
                 r"NVIDIA driver|NVIDIA driver on your system is not loaded", re.I)),
     ("driver", "CUDA is not initialized: on NVSwitch systems Fabric Manager is not running "
-     "(CUDA error 802)", re.compile(r"error 802|system not yet initialized|"
-                                     r"cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", re.I)),
+     "(CUDA error 802)", re.compile(r"error 802|system not yet initialized|cudaErrorSystemNotReady"
+                                    r"|CUDA_ERROR_SYSTEM_NOT_READY", re.I)),
     ("container-runtime", "containerd has no runtime of that name loaded (FailedCreatePodSandBox)",
      re.compile(r'no runtime for "([^"]+)" is configured')),
     ("container-runtime", "a CDI device the Pod was given has no CDI spec on the node "
@@ -601,8 +604,8 @@ class Diagnosis(object):
     def device_plugin(self, node, pod, texts):
         name = node["metadata"]["name"]
         selector_text = " | ".join(self.dp_selectors)
-        source = "%s (spec.nodeName=%s)" % (" + ".join(self.src.ref_pods(s, self.dp_namespace)
-                                                      for s in self.dp_selectors), name)
+        refs = [self.src.ref_pods(s, self.dp_namespace) for s in self.dp_selectors]
+        source = "%s (spec.nodeName=%s)" % (" + ".join(refs), name)
         try:
             everything = [p for p in self.plugin_pods()
                           if (p.get("spec") or {}).get("nodeName") == name]

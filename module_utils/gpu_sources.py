@@ -21,8 +21,8 @@ import os
 import re
 import urllib.parse
 
-from ansible.module_utils.gpu_artefacts import (ARTEFACTS, ArtefactError, facts_from_artefacts,
-                                                kernel_nvrm_lines, smi_failure)
+from ansible.module_utils.gpu_artefacts import (
+    ARTEFACTS, ArtefactError, facts_from_artefacts, kernel_nvrm_lines, smi_failure)
 
 
 class DiagnoseError(Exception):
@@ -283,8 +283,7 @@ def list_items(doc, shown, kind):
         items = doc
     else:
         raise DiagnoseError("%s: expected the List that `kubectl get %ss -o json` prints (an "
-                            "object with items), got %s" % (shown, kind.lower(),
-                                                           type(doc).__name__))
+                            "object with items), got %s" % (shown, kind.lower(), type(doc).__name__))
     for number, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict) or \
                 not _name(item):
