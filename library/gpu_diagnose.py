@@ -161,6 +161,11 @@ source:
   description: What was read - C(live), C(bundle) or C(must-gather).
   returned: success
   type: str
+limits:
+  description: What this kind of source cannot hold at all (a must-gather has no crictl info, no RuntimeClasses, no workload Pods).
+  returned: success
+  type: list
+  elements: str
 report:
   description: The Markdown report.
   returned: success

@@ -907,7 +907,8 @@ class Diagnosis(object):
             layers[0]["evidence"] = preface + [_ev("node judged", chosen)] + layers[0]["evidence"]
         first = next((l["layer"] for l in layers if l["status"] == "broken"), None)
         return {"node": chosen, "candidates": candidates, "layers": layers, "first_broken": first,
-                "pod": "%s/%s" % (namespace, pod_name) if pod else None, "source": self.src.kind}
+                "pod": "%s/%s" % (namespace, pod_name) if pod else None, "source": self.src.kind,
+                "limits": self.src.limits()}
 
 
 def _restart_pending(facts):
@@ -1018,6 +1019,9 @@ def markdown(result, resource):
              "Node judged: %s. First broken layer: **%s**." % (
                  result["node"], result["first_broken"] or "none"), "",
              "| layer | status | next |", "|---|---|---|"]
+    if result.get("limits"):
+        lines[4:4] = ["Read from a %s; it cannot hold: %s." % (result.get("source"), "; ".join(
+            result["limits"])), ""]
     for layer in result["layers"]:
         cells = (layer["layer"], layer["status"], layer["next"].replace("|", "/"))
         lines.append("| %s | %s | %s |" % cells)

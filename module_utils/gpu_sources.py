@@ -121,6 +121,10 @@ class Source(object):
         """The node's kubelet log text (a bundle's nodes/<node>/kubelet.log), or Unreadable."""
         raise Unreadable("no kubelet log in this source")
 
+    def limits(self):
+        """What this kind of source cannot hold at all (said once in the result)."""
+        return []
+
     # where each answer came from, for the evidence
     def ref_node(self, name):
         return "node %s" % name
@@ -628,6 +632,22 @@ class MustGatherSource(Source):
         if node in self.extra:
             found = dict(found or {}, **self.extra[node])
         return found
+
+    def missing_reason(self, node, name):
+        if name in ("crictl-info.json", "containerd-config-dump.toml"):
+            return "must-gather.sh collects neither crictl info nor containerd's config"
+        if name.startswith("nvidia-smi"):
+            return ("no nvidia-bug-report_%s.log.gz (must-gather.sh takes it from the GPU "
+                    "Operator's driver container only)" % node)
+        return None
+
+    def limits(self):
+        return ["container-runtime: must-gather.sh collects no crictl info, containerd config or "
+                "RuntimeClasses - judged only by the error texts of the Operator's Pods",
+                "driver: read from nvidia-bug-report_<node>.log.gz, which exists only where the "
+                "Operator runs the driver container",
+                "workload and scheduling of your own Pods: must-gather holds only the GPU "
+                "Operator's Pods (diagnose a node)"]
 
     def ref_node(self, name):
         return "gpu_nodes.descr/gpu_nodes.labels [%s]" % name

@@ -502,6 +502,7 @@ def test_must_gather_folder(module_runner, tmp_path):
     assert out["first_broken"] == "container-runtime", out["report"]
     assert "gpu_operand_pod_nvidia-device-plugin-daemonset-x7k2p.log" in evidence_text(out, "container-runtime")
     assert layer(out, "node-advertisement")["status"] == "ok"
+    assert any("crictl info" in limit for limit in out["limits"]) and "it cannot hold" in out["report"]
     nodes = gs.parse_describe_nodes(read(root / "gpu_nodes.descr"))
     assert nodes[NODE]["status"]["allocatable"]["nvidia.com/gpu"] == "2"
     assert gs.parse_node_labels(read(root / "gpu_nodes.labels"))[NODE]["nvidia.com/gpu.count"] == "2"
