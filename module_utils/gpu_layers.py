@@ -629,6 +629,7 @@ class Diagnosis(object):
         mine = [t for t in texts if t["layer"] == "device-plugin"]
         if not pods:
             evidence.insert(0, _ev(source, "no device-plugin Pod on %s" % name))
+            evidence += self._daemonset_evidence(node)
             if sockets:
                 evidence.append(_ev("note", "%s says the plugin socket exists on %s (%s), but no "
                                     "plugin Pod runs there: a stale socket file, judged by the "
@@ -832,6 +833,34 @@ class Diagnosis(object):
                           "and metrics for anything further")
         return _layer("workload", "unknown", evidence, "the Pod is %s: watch it" % phase,
                       reason="phase %s" % phase)
+
+    def _daemonset_evidence(self, node):
+        """What the plugin's DaemonSets say about this node: desired/ready, and whether their
+        Pod template's nodeSelector and required affinity admit it."""
+        out = []
+        try:
+            sets = self.src.daemonsets()
+        except Unreadable:
+            return out
+        matchers = [parse_selector(s) for s in self.dp_selectors]
+        for ds in sets:
+            template = (ds.get("spec") or {}).get("template") or {}
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            if not any(m(labels) for m in matchers) or plugin_component(template):
+                continue
+            status = ds.get("status") or {}
+            admits = node_admits(template, node)
+            taints = [t for t in (node.get("spec") or {}).get("taints") or []
+                      if t.get("effect") in ("NoSchedule", "NoExecute") and not any(
+                          _tolerates(tol, t) for tol in (template.get("spec") or {}).get("tolerations") or [])]
+            out.append(_ev("%s [%s/%s]" % (self.src.ref_daemonsets(), ds["metadata"].get("namespace"),
+                                           ds["metadata"]["name"]),
+                           "desired %s, ready %s; its nodeSelector/affinity %s %s%s" % (
+                               status.get("desiredNumberScheduled", "?"), status.get("numberReady", "?"),
+                               "admit" if admits else "exclude", node["metadata"]["name"],
+                               "; untolerated taint(s) %s" % ", ".join(t.get("key", "") for t in taints)
+                               if taints else "")))
+        return out
 
     @staticmethod
     def _text_ev(found):

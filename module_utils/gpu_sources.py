@@ -121,6 +121,13 @@ class Source(object):
         """The node's kubelet log text (a bundle's nodes/<node>/kubelet.log), or Unreadable."""
         raise Unreadable("no kubelet log in this source")
 
+    def daemonsets(self):
+        """All DaemonSets, or Unreadable."""
+        raise Unreadable("no DaemonSets in this source")
+
+    def ref_daemonsets(self):
+        return "DaemonSets"
+
     def limits(self):
         """What this kind of source cannot hold at all (said once in the result)."""
         return []
@@ -198,6 +205,12 @@ class LiveSource(Source):
 
     def facts(self, node):
         return self.node_facts.get(node)
+
+    def daemonsets(self):
+        return self.kube.items("/apis/apps/v1/daemonsets")
+
+    def ref_daemonsets(self):
+        return "GET /apis/apps/v1/daemonsets"
 
     def ref_node(self, name):
         return "GET /api/v1/nodes/%s" % name
@@ -399,6 +412,12 @@ class BundleSource(Source):
         if node in self.extra:
             found = dict(found or {}, **self.extra[node])
         return found
+
+    def daemonsets(self):
+        return self._list("daemonsets.json", "DaemonSet")
+
+    def ref_daemonsets(self):
+        return "cluster/daemonsets.json"
 
     def kubelet_log(self, node):
         path = os.path.join(self.root, "nodes", node, "kubelet.log")
@@ -605,6 +624,20 @@ class MustGatherSource(Source):
 
     def runtimeclass(self, name):
         raise Unreadable("must-gather.sh does not collect RuntimeClasses")
+
+    def daemonsets(self):
+        path = self._path("gpu_operand_ds.yaml")
+        if not os.path.isfile(path):
+            raise Unreadable("the must-gather has no gpu_operand_ds.yaml")
+        import yaml
+        try:
+            doc = yaml.safe_load(read_text_file(path, path))
+        except yaml.YAMLError as exc:
+            raise DiagnoseError("%s: not YAML (%s); it is `kubectl get ds -oyaml` output" % (path, exc))
+        return list_items(doc, path, "DaemonSet")
+
+    def ref_daemonsets(self):
+        return "gpu_operand_ds.yaml"
 
     def events(self, namespace, name):
         path = self._path("gpu_operand_pod_%s.descr" % name)

@@ -289,10 +289,22 @@ def test_plugin_pods_by_any_labeling_and_not_gfd(module_runner, tmp_path):
     mps = plugin_pod("nvdp-nvidia-device-plugin-mps-control-daemon-9kz", HELM_LABELS, containers=[
         {"name": "mps-control-daemon-ctr", "command": ["mps-control-daemon"]}], namespace="nvdp")
     b.cluster["pods.json"] = [gfd, mps]
+    # the plugin's DaemonSet no longer admits the node (its affinity changed)
+    b.cluster["daemonsets.json"] = [{
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nvdp-nvidia-device-plugin",
+                                                                 "namespace": "nvdp", "labels": HELM_LABELS},
+        "spec": {"template": {"metadata": {"labels": HELM_LABELS}, "spec": {
+            "containers": [{"name": "nvidia-device-plugin-ctr"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname",
+                                                             "operator": "NotIn", "values": [NODE]}]}]}}}}}},
+        "status": {"desiredNumberScheduled": 3, "numberReady": 3}}]
     out = diagnose(module_runner, b.write(), node=NODE)
     assert out["first_broken"] == "device-plugin", out["report"]
     text = evidence_text(out, "device-plugin")
     assert "GPU feature discovery, not the device plugin" in text and "MPS control daemon" in text
+    assert "desired 3, ready 3; its nodeSelector/affinity exclude %s" % NODE in text
+    b.cluster["daemonsets.json"] = []
     helm = plugin_pod("nvdp-nvidia-device-plugin-8hz4q", HELM_LABELS, namespace="nvdp")
     for labels in (HELM_LABELS, OPERATOR_LABELS, {"name": "nvidia-device-plugin-ds"}):
         b.cluster["pods.json"] = [gfd, mps, dict(copy.deepcopy(helm), metadata=dict(
