@@ -38,7 +38,19 @@ options:
       - Grade this diagnosis drill instead - C(<lab_root>/drills/<drill>.txt) with C(LAYER=) and
         C(EVIDENCE=) lines, against the drill in place (O(drill_state_file)) and the live
         cluster's diagnosis.
+      - C(reboot) grades the fix after the real reboot instead (O(real_node) Ready, C(runc) and
+        C(nvidia) in the running daemon, the Pod C(gpu-lab/runtime-check) running there).
     type: str
+  real_node:
+    description:
+      - The real node of the lab (C(lab-node-1)), for O(drill=reboot) - the fix after the real
+        reboot - C("") when the lab has none.
+    type: str
+    default: ""
+  real_node_crictl:
+    description: The command that runs C(crictl) on the real node (the lab's wrapper), for O(drill=reboot).
+    type: path
+    default: crictl
   drill_state_file:
     description: Where playbooks/drill.yml recorded the drill in place.
     type: path
@@ -171,6 +183,8 @@ def main():
             gpu_node=dict(type="str", default="lab-node-0"),
             gpu_amount=dict(type="str", default="4"),
             timeslicing_node=dict(type="str", default="lab-node-1"),
+            real_node=dict(type="str", default=""),
+            real_node_crictl=dict(type="path", default="crictl"),
         ),
         supports_check_mode=True,
     )
@@ -202,7 +216,9 @@ def main():
                                          p["guide"], anchor,
                                          p["guide"].replace("steps.md", "steps.zh-CN.md"), anchor,
                                          key if step.isdigit() else "drills"))
-    if p["drill"]:
+    if p["drill"] == "reboot":
+        results["drill reboot"] = grader.reboot_fix(p["real_node"], p["real_node_crictl"]).as_dict()
+    elif p["drill"]:
         if not p["drill_state_file"]:
             module.fail_json(msg="drill needs drill_state_file (where playbooks/drill.yml records "
                                  "the drill in place)")

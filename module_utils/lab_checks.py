@@ -155,6 +155,24 @@ def load_yaml_file(path, result, name):
     return docs[0]
 
 
+def running_runtimes(crictl):
+    """The runtimes of the RUNNING containerd, from `crictl info` (the command may be a wrapper
+    that runs it on the node): (sorted names, None) or (None, what went wrong)."""
+    try:
+        proc = subprocess.run([crictl, "info"], capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)
+    if proc.returncode != 0:
+        return None, (proc.stderr or proc.stdout).strip().splitlines()[-1:][0][:300] if (
+            proc.stderr or proc.stdout).strip() else "rc %d" % proc.returncode
+    try:
+        config = json.loads(proc.stdout).get("config") or {}
+    except ValueError:
+        return None, "crictl info printed no JSON"
+    return sorted(((config.get("containerd") or {}).get("runtimes") or {})), None
+
+
 class Grader:
     def __init__(self, lab_root, kubeconfig=None, context=None, **settings):
         self.root = lab_root
@@ -684,6 +702,55 @@ class Grader:
                        "unschedulable", "request", "scheduler"],
         "workload": ["crashloop", "restart", "exit code", "logs", "phase"],
     }
+
+    def reboot_fix(self, node, crictl):
+        """The fix after the real reboot: the node Ready, runc and nvidia in the RUNNING daemon
+        (crictl info on the node, not a file), and gpu-lab/runtime-check - runtimeClassName
+        nvidia, on the node - running: its sandbox started through the nvidia runtime."""
+        r = Result()
+        if not node:
+            r.fail("this lab has no real node (lab_real_node is false, or the machine could not "
+                   "run one): the reboot drill needs it - run `ansible-playbook lab.yml`")
+            return r
+        if not self._need_cluster(r):
+            return r
+        obj = self._read("/api/v1/nodes/" + node)
+        ready = None
+        for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Ready":
+                ready = cond.get("status")
+        if ready != "True":
+            r.fail("node %s is not Ready (Ready=%s): the kubelet cannot reach a CRI that "
+                   "answers - read %s's containerd log, fix the config, then restart containerd "
+                   "(`ansible-playbook playbooks/reboot.yml`)" % (node, ready, node))
+        running, problem = running_runtimes(crictl)
+        if problem:
+            r.fail("crictl info on %s failed (%s): containerd's CRI plugin is not running" % (
+                node, problem))
+        else:
+            for want in ("runc", "nvidia"):
+                if want not in running:
+                    r.fail("the running containerd on %s has no %r runtime (crictl info lists %s):"
+                           " the files on disk are not what the daemon loaded - restart it after "
+                           "fixing them" % (node, want, ", ".join(running) or "none"))
+        pod = self._read("/api/v1/namespaces/gpu-lab/pods/runtime-check")
+        if pod is None:
+            r.fail("no Pod gpu-lab/runtime-check: create it (runtimeClassName: nvidia, nodeName %s, "
+                   "image gpu-incident-lab.local/busybox:1.35) as the guide shows" % node)
+            return r
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if spec.get("runtimeClassName") != "nvidia":
+            r.fail("gpu-lab/runtime-check has runtimeClassName %r; it must be nvidia (the handler "
+                   "under test)" % spec.get("runtimeClassName"))
+        if spec.get("nodeName") != node:
+            r.fail("gpu-lab/runtime-check runs on %r, not on %s" % (spec.get("nodeName"), node))
+        if status.get("phase") not in ("Running", "Succeeded"):
+            waiting = [((c.get("state") or {}).get("waiting") or {}).get("message")
+                       for c in status.get("containerStatuses") or []]
+            r.fail("gpu-lab/runtime-check is %s%s: its sandbox did not start through the nvidia "
+                   "runtime" % (status.get("phase"), (" (" + "; ".join(w for w in waiting if w) + ")")
+                                if any(waiting) else ""))
+        return r
 
     def drill(self, name, state_file, node_facts_file=None):
         """Grade a diagnosis drill: <lab_root>/drills/NAME.txt holds LAYER= and EVIDENCE=."""
