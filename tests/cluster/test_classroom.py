@@ -1,0 +1,302 @@
+"""A classroom on this machine: two trainee hosts reached over SSH, each with its own lab.
+
+Two local users (created here) stand for two trainee machines; Debian's sshd, started by the
+test on a free loopback port with its own config and host key, lets the controller (this
+process's user) reach them with a client key made for this run - Ansible talks SSH to them as
+to any remote host, nothing goes through `local`. Each trainee gets its own kwok cluster (own
+name, own ports). The README's instructor commands run as printed, with the test's inventory:
+class setup (twice: the rerun changes nothing on any host), the class grade after trainee-01
+did steps 1-2 right and trainee-02 did step 1 with mistake 1, then teardown of one host and
+of the class. Needs root (useradd, sshd); installs openssh-server with apt-get when missing.
+"""
+import hashlib
+import json
+import os
+import pathlib
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+import xml.etree.ElementTree as ET
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))) / "gpu-incident-lab/bin"
+SSHD = "/usr/sbin/sshd"
+HOSTS = ("trainee-01", "trainee-02")
+FENCE = "`" * 3
+
+
+def readme_commands():
+    """The instructor section's commands (its ```shell block), in order."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## For instructors: a classroom", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"^%sshell\n(.*?)^%s" % (FENCE, FENCE), section, re.S | re.M)[0]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("ansible-playbook")]
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(what, check, timeout):
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail("%s within %d s" % (what, timeout), pytrace=False)
+        time.sleep(0.2)  # poll interval of the bounded wait above
+
+
+def user_pids(user):
+    out = subprocess.run(["pgrep", "-u", user], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def lab_processes(user):
+    """The user's processes other than SSH sessions (Ansible's kept-open connections)."""
+    out = subprocess.run(["pgrep", "-a", "-u", user], capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if " sshd: " not in " " + line.split(" ", 1)[1]]
+
+
+class Class:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.tag = uuid.uuid4().hex[:6]
+        self.users = {h: "lab%s%s" % (self.tag, h[-1]) for h in HOSTS}
+        self.port = free_port()
+        self.dir = tmp / "class"
+        self.dir.mkdir(mode=0o700)
+        self.reports = tmp / "reports"
+        self.inventory = tmp / "inventory" / "classroom.yml"
+        self.sshd = None
+
+    def home(self, host):
+        return pathlib.Path(pwd.getpwnam(self.users[host]).pw_dir)
+
+    def start(self):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.dir / "host")], check=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.dir / "client")], check=True)
+        for host, user in self.users.items():
+            subprocess.run(["useradd", "-m", "-s", "/bin/bash", user], check=True)
+            subprocess.run(["usermod", "-p", "*", user], check=True)   # key login only, no password
+            ssh = self.home(host) / ".ssh"
+            ssh.mkdir(mode=0o700)
+            shutil.copy(self.dir / "client.pub", ssh / "authorized_keys")
+            (ssh / "authorized_keys").chmod(0o600)
+            for path in (ssh, ssh / "authorized_keys"):
+                shutil.chown(path, user, user)
+        (self.dir / "sshd_config").write_text(
+            "Port %d\nListenAddress 127.0.0.1\nHostKey %s\nPidFile %s\nAuthorizedKeysFile .ssh/authorized_keys\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nAllowUsers %s\n"
+            "Subsystem sftp internal-sftp\n" % (self.port, self.dir / "host", self.dir / "sshd.pid",
+                                                " ".join(self.users.values())))
+        os.makedirs("/run/sshd", exist_ok=True)   # sshd's privilege separation folder
+        self.sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.dir / "sshd_config")],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "sshd.log", "w"))
+
+        def listening():
+            assert self.sshd.poll() is None, (self.dir / "sshd.log").read_text()
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", self.port)) == 0
+        wait_for("sshd listening on 127.0.0.1:%d" % self.port, listening, 30)
+        self.inventory.parent.mkdir()
+        # the lab's settings apply to an inventory beside them, as the README says
+        (self.inventory.parent / "group_vars").mkdir()
+        (self.inventory.parent / "group_vars" / "all").symlink_to(ROOT / "inventory/group_vars/all")
+        hosts = {}
+        for index, (host, user) in enumerate(self.users.items()):
+            hosts[host] = {"ansible_host": "127.0.0.1", "ansible_port": self.port, "ansible_user": user,
+                           "ansible_ssh_private_key_file": str(self.dir / "client"),
+                           "ansible_ssh_common_args": "-o UserKnownHostsFile=%s -o StrictHostKeyChecking=no"
+                                                      % (self.dir / "known_hosts"),
+                           "lab_real_node": False, "lab_cluster_name": "class-%s-%d" % (self.tag, index),
+                           "lab_port_base": 21000 + (self.port % 400) * 12 + index * 6}
+        self.inventory.write_text(json.dumps({"all": {"children": {"trainees": {"hosts": hosts}}}}, indent=1))
+
+    def playbook(self, command, timeout=900, inventory=None, reports=None):
+        argv = command.replace("inventory/classroom.yml", str(inventory or self.inventory)).split()
+        argv[0] = str(ROOT / ".venv/bin" / argv[0])
+        argv += ["-e", "classroom_report_dir=%s" % (reports or self.reports)]
+        env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_SSH_CONTROL_PATH_DIR=str(self.dir / "cp"))
+        env.pop("KUBECONFIG", None)
+        return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+    def as_trainee(self, host, script):
+        return subprocess.run(
+            ["ssh", "-i", str(self.dir / "client"), "-p", str(self.port), "-o", "BatchMode=yes",
+             "-o", "UserKnownHostsFile=%s" % (self.dir / "known_hosts"), "-o", "StrictHostKeyChecking=no",
+             "%s@127.0.0.1" % self.users[host], "bash -euo pipefail"],
+            input=script, capture_output=True, text=True, timeout=120)
+
+    def stop(self):
+        for host in HOSTS:
+            try:
+                kwokctl = self.home(host) / ".cache/gpu-incident-lab/bin/kwokctl"
+            except KeyError:   # the user was never created
+                continue
+            if kwokctl.exists() and self.sshd and self.sshd.poll() is None:
+                self.as_trainee(host, "%s delete cluster --name class-%s-%d || true"
+                                % (kwokctl, self.tag, HOSTS.index(host)))
+        if self.sshd:
+            self.sshd.terminate()
+            self.sshd.wait(30)
+        for user in self.users.values():
+            for pid in user_pids(user):   # processes of this test's own users only
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            subprocess.run(["userdel", "-r", "-f", user], capture_output=True)
+
+
+def lab_files(home):
+    """The lab folder and the lab's state on a trainee host: path, mtime and content of each."""
+    found = []
+    for top in (home / "gpuop", home / ".cache/gpu-incident-lab"):
+        for path in sorted(top.rglob("*")):
+            data = path.read_bytes() if path.is_file() and path.stat().st_size < 1 << 20 else b""
+            found.append((str(path), path.stat().st_mtime_ns, hashlib.sha256(data).hexdigest()))
+    return found
+
+
+def recap(stdout):
+    return {m.group(1): dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2)))
+            for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", stdout, re.M)}
+
+
+def solution(step):
+    """A step's solution block from the guide, as printed (folded in <details>)."""
+    text = (ROOT / "docs/steps.md").read_text()
+    section = text.split('<a id="step-%d"></a>' % step, 1)[1].split('<a id="', 1)[0]
+    folded = section.split("<details>", 1)[1].split("</details>", 1)[0]
+    return "\n".join(re.findall(r"^%ssh\n(.*?)^%s" % (FENCE, FENCE), folded, re.S | re.M))
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the classroom test creates users and runs sshd: run it as root (CI does)")
+    missing = [c for c in ("kwokctl", "kube-apiserver", "kubectl", "etcd", "kwok") if not (BIN / c).exists()]
+    if missing:
+        pytest.fail("no %s in %s: build the control plane first (make lab)" % (", ".join(missing), BIN),
+                    pytrace=False)
+    if not os.access(SSHD, os.X_OK):
+        subprocess.run(["apt-get", "install", "-y", "-qq", "openssh-server"], capture_output=True,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        if not os.access(SSHD, os.X_OK):
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True)
+            subprocess.run(["apt-get", "install", "-y", "-qq", "openssh-server"], check=True,
+                           capture_output=True, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    cls = Class(tmp_path_factory.mktemp("classroom"))
+    try:
+        cls.start()
+        commands = readme_commands()
+        cls.commands = {"setup": commands[0], "grade": commands[1], "teardown_one": commands[2],
+                        "teardown_all": commands[3]}
+        start = time.monotonic()
+        cls.first = cls.playbook(cls.commands["setup"])
+        cls.first_seconds = time.monotonic() - start
+        cls.again = cls.playbook(cls.commands["setup"])
+        yield cls
+    finally:
+        cls.stop()
+
+
+def test_one_setup_for_the_class_and_a_rerun_that_changes_nothing(classroom):
+    first, again = classroom.first, classroom.again
+    assert first.returncode == 0, first.stdout[-5000:] + first.stderr[-2000:]
+    for host in HOSTS:
+        home = classroom.home(host)
+        assert re.search(r"%s: ready - kwok-only, cluster class-\w+-\d, 3 nodes Ready, lab folder %s/gpuop; shipped "
+                         % (host, home), first.stdout), first.stdout[-3000:]
+        for folder in ("etc/containerd/conf.d", "bin", "k8s", "out"):
+            assert (home / "gpuop" / folder).is_dir() and not any((home / "gpuop" / folder).iterdir())
+    assert again.returncode == 0, again.stdout[-5000:]
+    counts = recap(again.stdout)
+    assert sorted(counts) == list(HOSTS) and all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
+    assert again.stdout.count("binaries already there") == 2
+
+
+def test_binaries_are_the_controllers_byte_for_byte_and_kubectl_runs_there(classroom):
+    for host in HOSTS:
+        shipped = classroom.home(host) / ".cache/gpu-incident-lab/bin"
+        for name in ("kube-apiserver", "kubectl", "kwok", "kwokctl", "etcd"):
+            assert hashlib.sha256((shipped / name).read_bytes()).digest() == \
+                hashlib.sha256((BIN / name).read_bytes()).digest(), name
+            assert (shipped / name).stat().st_uid == pwd.getpwnam(classroom.users[host]).pw_uid
+
+
+def test_each_trainee_has_a_cluster_of_its_own(classroom):
+    servers = set()
+    for index, host in enumerate(HOSTS):
+        kubeconfig = "~/.kwok/clusters/class-%s-%d/kubeconfig.yaml" % (classroom.tag, index)
+        kubectl = "~/.cache/gpu-incident-lab/bin/kubectl --kubeconfig " + kubeconfig
+        out = classroom.as_trainee(host, kubectl + """ get nodes -o jsonpath='{range .items[*]}{.metadata.name} Ready={.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'
+""" + kubectl + " config view -o jsonpath='{.clusters[0].cluster.server}'")
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[:3] == ["lab-node-0 Ready=True", "lab-node-1 Ready=True", "lab-node-2 Ready=True"], lines
+        servers.add(lines[3])
+        procs = "\n".join(lab_processes(classroom.users[host]))
+        for component in ("etcd", "kube-apiserver", "kube-scheduler", "kwok"):
+            assert component in procs, procs   # running as the trainee, not as the controller's user
+    assert len(servers) == 2, servers
+
+
+def test_the_class_grade_table(classroom):
+    """trainee-01 did steps 1-2 as the guide's solutions say; trainee-02 did step 1 with mistake 1."""
+    ok = classroom.as_trainee("trainee-01", solution(1) + "\n" + solution(2))
+    assert ok.returncode == 0, ok.stderr
+    mistake = solution(1).replace('plugins."io.containerd.grpc.v1.cri"', "plugins.io.containerd.grpc.v1.cri")
+    assert mistake != solution(1)
+    bad = classroom.as_trainee("trainee-02", mistake)
+    assert bad.returncode == 0, bad.stderr
+    before = {h: lab_files(classroom.home(h)) for h in HOSTS}
+    graded = classroom.playbook(classroom.commands["grade"])
+    assert graded.returncode != 0 and "trainee-02: a step failed" in graded.stdout, graded.stdout[-4000:]
+    assert all(c["changed"] == 0 for c in recap(graded.stdout).values()), graded.stdout[-2000:]
+    md = (classroom.reports / "class-report.md").read_text()
+    assert md in graded.stdout.replace("\r", "")
+    assert "| trainee-01 | kwok-only | PASS | PASS | 2 of 2 |" in md, md
+    row = [line for line in md.splitlines() if line.startswith("| trainee-02 |")]
+    assert row == ["| trainee-02 | kwok-only | FAIL [1] | FAIL [2] | 0 of 2 |"], md
+    first = md.split("First reason of each failure:", 1)[1]
+    assert re.search(r"1\. trainee-02, step 1: .*\bio\b", first), first          # mistake 1, by name
+    assert "2. trainee-02, step 2: 99-nvidia.toml is missing" in first, first
+    suites = {s.get("name"): s for s in ET.parse(classroom.reports / "class-report.xml").getroot()}
+    assert sorted(suites) == list(HOSTS)
+    assert [c.get("name") for c in suites["trainee-01"].findall("testcase")] == ["step 1", "step 2"]
+    assert suites["trainee-01"].get("failures") == "0" and suites["trainee-02"].get("failures") == "2"
+    assert "plugins" in suites["trainee-02"].find("testcase[@name='step 1']/failure").get("message")
+    after = {h: lab_files(classroom.home(h)) for h in HOSTS}
+    assert after == before   # grading wrote nothing on either host
+
+
+def test_a_host_that_cannot_be_reached_is_a_row_of_its_own(classroom, tmp_path):
+    inventory = json.loads(classroom.inventory.read_text())
+    hosts = inventory["all"]["children"]["trainees"]["hosts"]
+    hosts["trainee-99"] = dict(hosts["trainee-01"], ansible_port=free_port())
+    other = classroom.inventory.parent / "with-a-missing-host.yml"
+    other.write_text(json.dumps(inventory))
+    out = classroom.playbook(classroom.commands["grade"], inventory=other, reports=tmp_path)
+    md = (tmp_path / "class-report.md").read_text()
+    assert "| trainee-99 | ? | - | - | not graded [" in md and "| trainee-01 | kwok-only | PASS | PASS |" in md, md
+    assert out.returncode != 0 and "UNREACHABLE" in out.stdout
+
+
+def test_teardown_one_host_then_the_class(classroom):
+    one = classroom.playbook(classroom.commands["teardown_one"])
+    assert one.returncode == 0, one.stdout[-3000:]
+    assert sorted(recap(one.stdout)) == ["trainee-01"]
+    wait_for("trainee-01's processes to end", lambda: lab_processes(classroom.users["trainee-01"]) == [], 30)
+    assert lab_processes(classroom.users["trainee-02"]) != []
+    everyone = classroom.playbook(classroom.commands["teardown_all"])
+    assert everyone.returncode == 0, everyone.stdout[-3000:]
+    for host in HOSTS:
+        wait_for("%s's processes to end" % host, lambda: lab_processes(classroom.users[host]) == [], 30)
