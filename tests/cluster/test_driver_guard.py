@@ -145,7 +145,7 @@ def test_the_policy_takes_other_resources_and_labels(kube):
 
 
 # ----------------------------------------------------------------- the role, on a node
-def run_role(tmp_path, cluster, node, smi, check=False, **extra):
+def run_role(tmp_path, cluster, node, smi, check=False, expect_rc=0, **extra):
     vars_ = {"driver_guard_query_nvidia_smi": True, "driver_guard_kubeconfig": cluster,
              "driver_guard_nvidia_smi": smi, "driver_guard_driver_root": str(tmp_path / "no-driver-root"),
              "driver_guard_policy": False}
@@ -160,7 +160,7 @@ def run_role(tmp_path, cluster, node, smi, check=False, **extra):
             "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "site.yml")] + (["--check"] if check else [])
     out = subprocess.run(argv, cwd=ROOT, env=dict(os.environ, ANSIBLE_FORCE_COLOR="0"),
                          capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert (out.returncode == 0) == (expect_rc == 0), out.stdout[-3000:] + out.stderr[-2000:]
     return " ".join(out.stdout.split())      # the output callback may fold long messages
 
 
@@ -203,3 +203,27 @@ def test_the_role_labels_from_nvidia_smi_and_leaves_gfd_alone(tmp_path, cluster,
         assert "changed=0" in run_role(tmp_path, cluster, node, broken)
     finally:
         kube.request("DELETE", "/api/v1/nodes/" + node)
+
+
+def test_the_role_with_versions_given_as_the_lab_does(tmp_path, cluster, kube):
+    nodes = ["dv-%s-%d" % (uuid.uuid4().hex[:6], i) for i in range(2)]
+    for node in nodes:
+        kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": node, "annotations": {"kwok.x-k8s.io/node": "fake"}, "labels": dict(GFD, type="kwok")}})
+    try:
+        out = run_role(tmp_path, cluster, nodes[0], "nvidia-smi", driver_guard_query_nvidia_smi=False,
+                       driver_guard_versions={nodes[0]: "535.104.05", nodes[1]: "550.54.15"})
+        got = [kube.get("/api/v1/nodes/" + n)["metadata"]["labels"].get(LABEL) for n in nodes]
+        assert got == ["535.104.05", "550.54.15"], out
+        run_role(tmp_path, cluster, nodes[0], "nvidia-smi", driver_guard_query_nvidia_smi=False,
+                 driver_guard_versions={nodes[1]: ""})
+        labels = kube.get("/api/v1/nodes/" + nodes[1])["metadata"]["labels"]
+        assert LABEL not in labels and {k: labels.get(k) for k in GFD} == GFD
+        assert kube.get("/api/v1/nodes/" + nodes[0])["metadata"]["labels"][LABEL] == "535.104.05"   # not listed: kept
+        out = run_role(tmp_path, cluster, nodes[0], "nvidia-smi", expect_rc=2, driver_guard_query_nvidia_smi=False,
+                       driver_guard_versions={nodes[0]: "[N/A]"})
+        assert "a version must be what nvidia-smi prints" in out
+        assert kube.get("/api/v1/nodes/" + nodes[0])["metadata"]["labels"][LABEL] == "535.104.05"
+    finally:
+        for node in nodes:
+            kube.request("DELETE", "/api/v1/nodes/" + node)
