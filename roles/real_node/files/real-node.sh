@@ -3,6 +3,7 @@
 #
 #   real-node.sh converge STATE   bring the node to the incident's end state (say what was done)
 #   real-node.sh reboot STATE     the next reboot: everything stops, starts from the files on disk
+#   real-node.sh restart-containerd STATE   containerd alone restarts, loading every file
 #   real-node.sh status STATE     what runs (JSON), changes nothing
 #   real-node.sh down STATE       stop everything, remove namespaces, veth, cgroups, mounts
 #   real-node.sh exec STATE CMD.. run CMD on the node (its mount and network namespace, its PATH)
@@ -307,6 +308,9 @@ EOF
     images_import
     local arrived; arrived=$(view_sync all | tr '\n' ' ')
     [ -z "$arrived" ] || say "then the drop-in arrived: ${arrived% } (containerd not restarted)"
+  elif [ "$mode" = restart ]; then
+    say "containerd $CONTAINERD_VERSION restarted from every file on disk"
+    images_import
   else
     say "containerd $CONTAINERD_VERSION started from every file on disk (the reboot)"
     images_import
@@ -562,6 +566,15 @@ case "$cmd" in
       wait_for "$WAIT_TIMEOUT" "the control plane to see $NODE_NAME NotReady" not_ready
       say "$NODE_NAME is NotReady ($(node_ready))"
     fi
+    status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
+    ;;
+  restart-containerd)   # containerd alone restarts and loads every file (what a handler does)
+    alive holder "$S/nodebin/pause" || die "the real node is not running (run lab.yml)"
+    if alive containerd "$CONTAINERD_BIN_DIR/containerd"; then
+      kill -TERM "$(cat "$S/containerd.pid")"
+      wait_for 30 "containerd to stop" bash -c "! kill -0 $(cat "$S/containerd.pid") 2>/dev/null"
+    fi
+    containerd_start restart
     status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
     ;;
   status)
