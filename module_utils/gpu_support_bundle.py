@@ -293,19 +293,41 @@ def collect_cluster(kube, options, files, index, red):
     if not options["logs"]:
         index["logs"] = {"status": "skipped", "reason": "logs: false"}
         return
-    wanted = []   # (namespace, name, why)
+    # most telling first, as max_logs may cut the list: the Pods asked for, the GPU stack on
+    # their nodes and on the nodes whose side is collected, the GPU stack not ready, GPU Pods
+    # not running, then the rest of the GPU stack
     by_key = {(p["metadata"].get("namespace"), p["metadata"]["name"]): p for p in pods}
-    for key in sorted(stack_keys):
-        wanted.append(key + ("GPU stack",))
+    asked = []
     for ref in options["pods"]:
         ns, _sep, name = ref.partition("/")
-        if (ns, name) not in stack_keys:
-            wanted.append((ns, name, "asked for"))
+        if (ns, name) not in asked:
+            asked.append((ns, name))
+    focus = set(options.get("nodes") or {}) | {((by_key.get(k) or {}).get("spec") or {}).get("nodeName")
+                                                for k in asked} - {None}
+
+    def ready(pod):
+        status = pod.get("status") or {}
+        return status.get("phase") == "Running" and all(
+            c.get("ready") for c in status.get("containerStatuses") or [{}])
+
+    ranked = []   # (rank, namespace, name, why)
+    for key in asked:
+        ranked.append((0,) + key + ("asked for",))
+    for key in sorted(stack_keys - set(asked)):
+        pod = by_key[key]
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in focus:
+            ranked.append((1,) + key + ("GPU stack, on node %s" % node,))
+        elif not ready(pod):
+            ranked.append((2,) + key + ("GPU stack, not ready",))
+        else:
+            ranked.append((4,) + key + ("GPU stack",))
     for key, pod in sorted(by_key.items()):
         phase = (pod.get("status") or {}).get("phase")
-        if key not in stack_keys and ("%s/%s" % key) not in options["pods"] and phase not in ("Running", "Succeeded") \
+        if key not in stack_keys and key not in asked and phase not in ("Running", "Succeeded") \
                 and requests_gpu(pod, options["gpu_resource_prefixes"]):
-            wanted.append(key + ("requests a GPU, phase %s" % phase,))
+            ranked.append((3,) + key + ("requests a GPU, phase %s" % phase,))
+    wanted = [r[1:] for r in sorted(ranked, key=lambda r: r[0])]
     for count, (ns, name, why) in enumerate(wanted):
         rel = "logs/%s/%s.log" % (ns, name)
         pod = by_key.get((ns, name))

@@ -209,8 +209,12 @@ def test_support_bundle_from_a_live_cluster_and_a_node(tmp_path, cluster, world,
     assert driver["layer"] == "driver" and "fabric_manager" in json.dumps(driver["evidence"])   # nodes/<node>/fabric-manager.txt
     # ... and a bundle without a node side judges as the live cluster without node access does
     dest2 = tmp_path / "cluster-only"
-    rc, out, raw = run(base + ["-e", "dest=%s" % dest2, "-e", "node_group=nobody"], tools)
+    rc, out, raw = run(base + ["-e", "dest=%s" % dest2, "-e", "node_group=nobody",
+                               "-e", "gpu_support_bundle_max_logs=1"], tools)
     assert rc == 0 and not (dest2 / "nodes").exists(), raw[-2000:]
+    logs = {k: v for k, v in json.loads((dest2 / "bundle.json").read_text())["files"].items() if k.startswith("logs/")}
+    assert logs["logs/%s/trainer.log" % world["ns"]]["status"] != "skipped"          # the Pod asked for comes first
+    assert [v["status"] for k, v in logs.items() if world["stack_ns"] in k] == ["skipped"]
     live = module_runner(gpu_diagnose.main, {"kubeconfig": cluster, "namespace": world["ns"], "pod": "trainer"})
     folder = module_runner(gpu_diagnose.main, {"bundle": str(dest2), "namespace": world["ns"], "pod": "trainer"})
     assert not live["failed"] and not folder["failed"], (live.get("msg"), folder.get("msg"))
