@@ -66,7 +66,7 @@ attributes:
   check_mode:
     description: Can run in check mode and report what would change without changing it.
     support: full
-    details: Waits and reads as usual; does not write O(record).
+    details: Reads as usual and does not write O(record); with a O(record) still to write it does not wait (nothing was changed to wait for) and says what a real run would record.
   diff_mode:
     description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
@@ -187,6 +187,16 @@ def main():
             module.fail_json(msg="cannot read Pod %s/%s: %s" % (p["namespace"], p["name"], exc))
         if kept or reached(pod, p["phase"], p["condition"]):
             break
+        if module.check_mode and p["record"]:
+            # check mode changed nothing, so there is nothing to wait for: say what a real run
+            # would record instead of waiting for the effect of a change it did not make
+            module.exit_json(changed=True, phase=((pod or {}).get("status") or {}).get("phase"),
+                             waited=0, recorded="",
+                             msg="check mode: a real run waits up to %ss for %s=%s on Pod %s/%s "
+                                 "and records it in %s (now: %s)" % (
+                                     p["wait_timeout"], p["condition"]["type"],
+                                     p["condition"]["status"], p["namespace"], p["name"],
+                                     p["record"], describe(pod)))
         if time.monotonic() - start >= timeout:
             wanted = " and ".join(filter(None, [
                 "phase %s" % p["phase"] if p["phase"] else None,

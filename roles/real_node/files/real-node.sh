@@ -213,7 +213,8 @@ for rel, path in want.items():
         with open(out + ".tmp", "wb") as f:
             f.write(data)
         os.replace(out + ".tmp", out)
-        print(rel)
+        if rel.endswith(".toml"):   # what containerd's imports can name
+            print(rel)
 EOF
 }
 
@@ -534,6 +535,7 @@ case "$cmd" in
     elif [ "$boot_mode" != "incident $main_sha $VIEW_FLAGS $CONTAINERD_VERSION" ]; then
       case "$boot_mode" in
         reboot*) say "the node was rebooted; back to the incident's end state" ;;
+        restart*) say "containerd was restarted from every file; back to the incident's end state" ;;
         "incident $main_sha "*) say "containerd was started with other settings (containerd version or the node's view)" ;;
         *) say "the main config changed since containerd started" ;;
       esac
