@@ -124,8 +124,7 @@ def matches(labels, terms):
 
 def _containers(spec):
     for group in ("initContainers", "containers", "ephemeralContainers"):
-        for container in spec.get(group) or []:
-            yield container
+        yield from spec.get(group) or []
 
 
 def requests_gpu(pod, prefixes):
@@ -302,8 +301,8 @@ def collect_cluster(kube, options, files, index, red):
         ns, _sep, name = ref.partition("/")
         if (ns, name) not in asked:
             asked.append((ns, name))
-    focus = set(options.get("nodes") or {}) | {((by_key.get(k) or {}).get("spec") or {}).get("nodeName")
-                                                for k in asked} - {None}
+    focus = set(options.get("nodes") or {})
+    focus |= {((by_key.get(k) or {}).get("spec") or {}).get("nodeName") for k in asked} - {None}
 
     def ready(pod):
         status = pod.get("status") or {}
