@@ -129,3 +129,40 @@ def test_a_bad_kubeconfig_is_named(tmp_path, module_runner):
                                                                    "index": {}}}})
     assert out["failed"] and "kubeconfig" in out["msg"] and str(tmp_path / "none") in out["msg"]
     assert not (tmp_path / "b").exists()
+
+
+# a real containerd 1.6.20 daemon asked by a real crictl (the fixtures of test_gpu_node_facts)
+from test_gpu_node_facts import CORPUS, crictl, daemon  # noqa: E402,F401  (pytest fixtures)
+
+
+def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, containerd_oracle, crictl, daemon,  # noqa: F811
+                                                          tmp_path):
+    """The drop-in written, containerd not restarted: crictl-info.json (the running daemon) keeps
+    runc only while containerd-config-dump.toml (the files) lists nvidia - and the bundle reader
+    makes restart_pending of them. The daemon gone: no crictl-info.json, crictl's words kept."""
+    from ansible.module_utils import gpu_sources
+    d, endpoint, proc = daemon
+    args = {"crictl": crictl, "crictl_endpoint": endpoint, "containerd": containerd_oracle,
+            "containerd_config": str(d / "config.toml"), "containerd_log": str(d / "containerd.log"),
+            "nvidia_smi": "/nonexistent/nvidia-smi", "driver_root": "", "socket_dir": str(tmp_path / "none"),
+            "kubelet_unit": ""}
+    (d / "conf.d/99-nvidia.toml").write_text((CORPUS / "containerd-1.6.20/99-nvidia.toml").read_text())
+    out = module_runner(gpu_bundle_node.main, args, check_mode=True)
+    files = {k: base64.b64decode(v) for k, v in out["files"].items()}
+    running = json.loads(files["crictl-info.json"])["config"]["containerd"]
+    assert sorted(running["runtimes"]) == ["runc"] and running["defaultRuntimeName"] == "runc"
+    assert b'runtimes.nvidia]' in files["containerd-config-dump.toml"]
+    assert b"starting containerd" in files["containerd.log"]                 # the daemon's own log
+    assert out["index"]["nvidia-smi.txt"]["status"] == "missing"
+    folder = tmp_path / "nodes/n1"
+    folder.mkdir(parents=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    facts = gpu_sources.bundle_node_facts(str(folder), index=out["index"])
+    assert facts["restart_pending"] is True and facts["runtimes_running"] == ["runc"]
+    proc.terminate()
+    proc.wait(timeout=20)
+    out = module_runner(gpu_bundle_node.main, args)
+    entry = out["index"]["crictl-info.json"]
+    assert "crictl-info.json" not in out["files"] and entry["status"] == "failed" and entry["rc"] != 0
+    assert entry["output"] and endpoint.split("//")[1] in entry["output"] + entry["command"]
