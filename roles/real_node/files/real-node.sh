@@ -278,7 +278,7 @@ forward_up() {
 }
 
 cri_ready() {
-  alive containerd "$CONTAINERD_BIN_DIR/containerd" || die "containerd exited: $(grep -vE 'level=(info|debug|warning)' "$S/containerd.log" | tail -2) (log: $S/containerd.log)"
+  alive containerd "containerd" || die "containerd exited: $(grep -vE 'level=(info|debug|warning)' "$S/containerd.log" | tail -2) (log: $S/containerd.log)"
   in_node ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1
 }
 
@@ -342,11 +342,11 @@ kubelet_start() {
 
 status_json() {
   local running="" cri_err=""
-  if alive containerd "$CONTAINERD_BIN_DIR/containerd" && alive holder; then
+  if alive containerd "containerd" && alive holder; then
     running=$(in_node crictl info 2>"$S/crictl.err") || { cri_err="$(cat "$S/crictl.err")"; running=""; }
   fi
   python3 - "$S" "$running" "$cri_err" \
-    "$(alive holder && echo 1)" "$(alive containerd "$CONTAINERD_BIN_DIR/containerd" && echo 1)" \
+    "$(alive holder && echo 1)" "$(alive containerd "containerd" && echo 1)" \
     "$(alive kubelet "$KUBELET" && echo 1)" "$(alive forward netns_forward.py && echo 1)" "$1" "$NODE_IP" "$NETNS" <<'EOF'
 import json, os, sys
 s, running, cri_err, holder, ctrd, kubelet, fwd, actions, node_ip, netns = sys.argv[1:11]
@@ -528,7 +528,7 @@ case "$cmd" in
     forward_up
     main_sha=""; [ -f "$LAB_ROOT/etc/containerd/config.toml" ] && main_sha=$(sha256sum "$LAB_ROOT/etc/containerd/config.toml" | cut -d' ' -f1)
     boot_mode=$(python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); print(b.get("mode",""), b.get("main_config_sha256") or "", b.get("view",""), b.get("containerd",""))' "$S/boot.json" 2>/dev/null || true)
-    if [ -n "$fresh" ] || ! alive containerd "$CONTAINERD_BIN_DIR/containerd"; then
+    if [ -n "$fresh" ] || ! alive containerd "containerd"; then
       [ -n "$fresh" ] || say "containerd was not running"
       if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")"; fi
       boot incident
@@ -572,7 +572,7 @@ case "$cmd" in
     ;;
   restart-containerd)   # containerd alone restarts and loads every file (what a handler does)
     alive holder "$S/nodebin/pause" || die "the real node is not running (run lab.yml)"
-    if alive containerd "$CONTAINERD_BIN_DIR/containerd"; then
+    if alive containerd "containerd"; then
       kill -TERM "$(cat "$S/containerd.pid")"
       wait_for 30 "containerd to stop" bash -c "! kill -0 $(cat "$S/containerd.pid") 2>/dev/null"
     fi

@@ -1,0 +1,270 @@
+"""lab-node-1 as a real node: a real containerd 1.6.20 and kubelet on this machine.
+
+One lab (its own cluster name and lab folder) is brought up once with `lab.yml`; the tests then
+drive it in order, as a trainee would: the incident's end state, logs/exec, the handler that
+would have prevented it, kill -9 and rerun, the next reboot (NotReady for real), the diagnosis
+of it, the graded fix, containerd 2.2.0 on the same files, and a teardown that leaves nothing.
+Skipped where the machine cannot run a real node (the lab then says why and uses kwok).
+"""
+import json
+import os
+import pathlib
+import re
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+BIN = pathlib.Path(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin")).expanduser()
+STATE = BIN.parent
+NODE = "lab-node-1"
+FIXED_DROPIN = """version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    SystemdCgroup = true
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+    BinaryName = "/usr/bin/nvidia-container-runtime"
+    SystemdCgroup = true
+"""
+RUNTIME_CHECK = """apiVersion: v1
+kind: Pod
+metadata: {name: runtime-check, namespace: gpu-lab}
+spec:
+  nodeName: lab-node-1
+  runtimeClassName: nvidia
+  containers:
+    - name: check
+      image: gpu-incident-lab.local/busybox:1.35
+      command: ["sh", "-c", "echo sandbox started; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
+"""
+
+
+def play(*args, check=True):
+    out = subprocess.run([PLAYBOOK, *args], cwd=ROOT, capture_output=True, text=True, timeout=1500,
+                         env=dict(os.environ, ANSIBLE_FORCE_COLOR="0"))
+    recap = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)",
+                      out.stdout)
+    assert recap, out.stdout[-3000:] + out.stderr[-2000:]
+    counts = {k: int(v) for k, v in zip(("ok", "changed", "unreachable", "failed"), recap.groups())}
+    if check:
+        assert counts["failed"] == 0, out.stdout[-4000:]
+    return out, counts
+
+
+def sh(*argv, check=True, timeout=60, **kw):
+    out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, **kw)
+    if check:
+        assert out.returncode == 0, "%s: %s%s" % (argv, out.stdout[-2000:], out.stderr[-2000:])
+    return out
+
+
+class Lab:
+    def __init__(self, tmp):
+        self.name = "rn-" + uuid.uuid4().hex[:6]
+        self.root = tmp / "gpuop"
+        self.extra = ["-e", "lab_root=%s" % self.root, "-e", "lab_cluster_name=%s" % self.name]
+        self.kubeconfig = pathlib.Path.home() / ".kwok/clusters" / self.name / "kubeconfig.yaml"
+        self.node_dir = STATE / "node" / self.name
+
+    def kubectl(self, *args, check=True, timeout=60):
+        return sh(BIN / "kubectl", "--kubeconfig", self.kubeconfig, *args, check=check, timeout=timeout)
+
+    def node(self):
+        return json.loads(self.kubectl("get", "node", NODE, "-o", "json").stdout)
+
+    def ready(self):
+        for cond in self.node()["status"].get("conditions", []):
+            if cond["type"] == "Ready":
+                return cond["status"]
+        return None
+
+    def running(self):
+        out = sh(self.node_dir / "bin/crictl", "info")
+        return sorted(json.loads(out.stdout)["config"]["containerd"]["runtimes"])
+
+    def env(self):
+        values = {}
+        for line in (self.node_dir / "node.env").read_text().splitlines():
+            if "=" in line and not line.startswith("#"):
+                key, value = line.split("=", 1)
+                values[key] = value
+        return values
+
+    def wait(self, what, predicate, timeout=120):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            assert time.monotonic() < deadline, "waited %ss for %s" % (timeout, what)
+            time.sleep(1)  # poll interval of the bounded wait above
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    probe = sh("bash", ROOT / "roles/real_node/files/real-node.sh", "probe").stdout.strip()
+    if probe != "ok":
+        pytest.skip("this machine cannot run a real node: " + probe)
+    lab = Lab(tmp_path_factory.mktemp("realnode"))
+    try:
+        out, _ = play("lab.yml", *lab.extra)
+        lab.first_run = out.stdout
+        yield lab
+    finally:
+        play("playbooks/teardown.yml", *lab.extra, check=False)
+
+
+def test_incident_end_state(lab):
+    """The drop-in is on disk, the running containerd has only runc, the files say nvidia."""
+    node = lab.node()
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.36.3"
+    assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == "containerd://1.6.20"
+    assert "kwok.x-k8s.io/node" not in node["metadata"].get("annotations", {})
+    assert lab.ready() == "True"
+    # this machine's own CPUs and memory, not the kwok nodes' 8 / 32Gi
+    assert node["status"]["capacity"]["cpu"] == str(os.cpu_count())
+    mem_kib = int(re.search(r"MemTotal:\s+(\d+) kB", pathlib.Path("/proc/meminfo").read_text()).group(1))
+    assert node["status"]["capacity"]["memory"] == "%dKi" % mem_kib
+    assert (lab.root / "etc/containerd/conf.d/99-nvidia.toml").exists()
+    assert lab.running() == ["runc"]
+    dump = sh(lab.node_dir / "bin/containerd", "config", "dump").stdout
+    assert 'runtimes.nvidia]' in dump                      # what the next start loads
+    assert "containerd 1.6.20 started from the main config alone" in lab.first_run
+    assert "then the drop-in arrived: conf.d/99-nvidia.toml" in lab.first_run
+    # the node's own address answers the kubelet port, anonymous requests are refused
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen("https://%s:10250/pods" % lab.env()["NODE_IP"], context=ctx, timeout=10)
+    assert err.value.code == 401
+    # the namespace has no default route: nothing in it reaches beyond the machine
+    netns = "gil-" + lab.env()["CLUSTER_ID"]
+    assert sh("ip", "-n", netns, "route", "show", "default").stdout.strip() == ""
+    # the toolkit's initial Pod ran as a real container there before the update
+    assert "incident's end state" in lab.first_run
+
+
+def test_pods_run_logs_exec_and_nvidia_refused(lab):
+    lab.kubectl("-n", "gpu-lab", "run", "bb", "--image=gpu-incident-lab.local/busybox:1.35",
+                "--overrides", json.dumps({"spec": {"nodeName": NODE}}), "--restart=Never", "--",
+                "sh", "-c", "echo hello-from-the-real-node; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done")
+    lab.kubectl("-n", "gpu-lab", "wait", "--for=condition=Ready", "pod/bb", "--timeout=90s", timeout=100)
+    assert "hello-from-the-real-node" in lab.kubectl("-n", "gpu-lab", "logs", "bb").stdout
+    assert lab.kubectl("-n", "gpu-lab", "exec", "bb", "--", "cat", "/proc/1/cmdline").stdout.startswith("sh")
+    ip = lab.kubectl("-n", "gpu-lab", "get", "pod", "bb", "-o", "jsonpath={.status.podIP}").stdout
+    assert ip.startswith("10.88.")                                     # the node's CNI bridge
+    sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-", input=RUNTIME_CHECK)
+
+    def refused():
+        events = lab.kubectl("-n", "gpu-lab", "get", "events", "--field-selector",
+                             "involvedObject.name=runtime-check", "-o", "json").stdout
+        return any('no runtime for "nvidia" is configured' in e.get("message", "")
+                   for e in json.loads(events)["items"])
+    lab.wait("containerd's own words for the nvidia sandbox", refused)
+    lab.kubectl("-n", "gpu-lab", "delete", "pod", "bb", "runtime-check", "--wait=false")
+
+
+def test_handler_restarts_and_names_what_is_missing(lab, tmp_path):
+    """containerd_config with its handler on: 1.6.20 restarted with the seed's drop-in fails,
+    and the role says what the running daemon lacks; lab.yml brings the incident back."""
+    playbook = ROOT / "playbooks" / ("zz-handler-%s.yml" % uuid.uuid4().hex[:6])
+    node_dir = lab.node_dir
+    playbook.write_text("""---
+- name: Handler test
+  hosts: lab_controller
+  gather_facts: false
+  roles:
+    - role: containerd_config
+      vars:
+        containerd_config_dir: %s/etc/containerd
+        containerd_config_write_main: false
+        containerd_config_dropins:
+          - {name: 99-nvidia.toml, runtimes: {nvidia: {runtime_type: io.containerd.runc.v2, options: {BinaryName: /usr/bin/nvidia-container-runtime}}}}
+        containerd_config_restart: true
+        containerd_config_restart_command: ["%s/nodebin/real-node.sh", restart-containerd, "%s"]
+        containerd_config_crictl: "%s/bin/crictl"
+        containerd_config_restart_timeout: 6
+""" % (lab.root, node_dir, node_dir, node_dir))
+    try:
+        out, counts = play(str(playbook), *lab.extra, check=False)
+    finally:
+        playbook.unlink()
+    assert counts["failed"] == 1
+    assert "RUNNING HANDLER [containerd_config" in out.stdout
+    assert "containerd was restarted but its running CRI config does not answer" in out.stdout
+    assert "where the files declare nvidia" in out.stdout
+    out, _ = play("lab.yml", *lab.extra)
+    assert "back to the incident's end state" in out.stdout
+    assert lab.running() == ["runc"] and lab.ready() == "True"
+
+
+def test_kill_and_rerun_brings_the_node_back(lab):
+    for name in ("containerd", "kubelet"):
+        os.kill(int((lab.node_dir / ("%s.pid" % name)).read_text()), signal.SIGKILL)
+    out, counts = play("lab.yml", *lab.extra)
+    assert "containerd was not running" in out.stdout and counts["changed"] > 0
+    assert lab.ready() == "True" and lab.running() == ["runc"]
+    out, counts = play("lab.yml", *lab.extra)
+    assert counts["changed"] == 0, out.stdout[-3000:]
+
+
+def test_reboot_not_ready_then_diagnosed(lab):
+    out, _ = play("playbooks/reboot.yml", *lab.extra)
+    assert "no corresponding runtime configured in `containerd.runtimes`" in out.stdout
+    assert lab.ready() in ("False", "Unknown")
+    out, _ = play("playbooks/diagnose.yml", "-e", "node=%s" % NODE, *lab.extra)
+    result = json.loads((STATE / "diagnosis.json").read_text())
+    assert result["node"] == NODE and result["first_broken"] == "container-runtime"
+    layer = [l for l in result["layers"] if l["layer"] == "container-runtime"][0]
+    evidence = json.dumps(layer["evidence"])
+    assert "default_runtime_name" in evidence and "io.containerd.grpc.v1.cri" in evidence
+
+
+def test_graded_fix(lab):
+    out, counts = play("playbooks/grade.yml", "-e", "drill=reboot", *lab.extra, check=False)
+    assert counts["failed"] == 1 and "is not Ready" in out.stdout
+    (lab.root / "etc/containerd/conf.d/99-nvidia.toml").write_text(FIXED_DROPIN)
+    play("playbooks/reboot.yml", *lab.extra)
+    assert lab.ready() == "True" and lab.running() == ["nvidia", "runc"]
+    sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-", input=RUNTIME_CHECK)
+    lab.kubectl("-n", "gpu-lab", "wait", "--for=condition=Ready", "pod/runtime-check", "--timeout=90s",
+                timeout=100)
+    before = (lab.root / "etc/containerd/conf.d/99-nvidia.toml").read_text()
+    out, counts = play("playbooks/grade.yml", "-e", "drill=reboot", *lab.extra)
+    assert counts["changed"] == 0 and "drill reboot" in out.stdout
+    assert (lab.root / "etc/containerd/conf.d/99-nvidia.toml").read_text() == before
+    lab.kubectl("-n", "gpu-lab", "delete", "pod", "runtime-check", "--wait=false")
+
+
+def test_containerd_2_keeps_runc_and_loads_nvidia(lab):
+    """The seed's two files on containerd 2.2.0: the tables deep-merge, the node stays Ready."""
+    out, _ = play("lab.yml", "-e", "lab_node_containerd=2.2.0", *lab.extra)   # back to the seed's files
+    assert lab.running() == ["runc"]
+    assert "runtimes.runc" not in (lab.root / "etc/containerd/conf.d/99-nvidia.toml").read_text()
+    play("playbooks/reboot.yml", "-e", "lab_node_containerd=2.2.0", *lab.extra)
+    assert lab.ready() == "True" and lab.running() == ["nvidia", "runc"]
+    assert lab.node()["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.2.0")
+
+
+def test_teardown_leaves_nothing(lab):
+    env = lab.env()
+    play("playbooks/teardown.yml", *lab.extra)
+    cid = env["CLUSTER_ID"]
+    assert "gil-" + cid not in sh("ip", "netns", "list").stdout
+    assert "gil%sh" % cid not in sh("ip", "link").stdout
+    assert not list(pathlib.Path("/sys/fs/cgroup").glob("*/gpu-incident-lab-%s" % cid))
+    assert str(lab.node_dir) not in pathlib.Path("/proc/self/mountinfo").read_text()
+    assert sh("pgrep", "-f", str(lab.node_dir), check=False).returncode == 1
