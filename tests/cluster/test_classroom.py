@@ -119,11 +119,12 @@ class Class:
                            "lab_port_base": 21000 + (self.port % 400) * 12 + index * 6}
         self.inventory.write_text(json.dumps({"all": {"children": {"trainees": {"hosts": hosts}}}}, indent=1))
 
-    def playbook(self, command, timeout=900, inventory=None, reports=None):
+    def playbook(self, command, timeout=900, inventory=None, reports=None, env=None):
         argv = command.replace("inventory/classroom.yml", str(inventory or self.inventory)).split()
         argv[0] = str(ROOT / ".venv/bin" / argv[0])
         argv += ["-e", "classroom_report_dir=%s" % (reports or self.reports)]
-        env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_SSH_CONTROL_PATH_DIR=str(self.dir / "cp"))
+        env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_SSH_CONTROL_PATH_DIR=str(self.dir / "cp"),
+                   **(env or {}))
         env.pop("KUBECONFIG", None)
         return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -203,6 +204,7 @@ def classroom(tmp_path_factory):
         cls.first = cls.playbook(cls.commands["setup"])
         cls.first_seconds = time.monotonic() - start
         cls.again = cls.playbook(cls.commands["setup"])
+        cls.check = cls.playbook(cls.commands["setup"] + " --check --diff")
         yield cls
     finally:
         cls.stop()
@@ -221,6 +223,22 @@ def test_one_setup_for_the_class_and_a_rerun_that_changes_nothing(classroom):
     counts = recap(again.stdout)
     assert sorted(counts) == list(HOSTS) and all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
     assert again.stdout.count("binaries already there") == 2
+    check = classroom.check   # check mode on a ready class: nothing would change
+    assert check.returncode == 0 and all(c["changed"] == 0 for c in recap(check.stdout).values()), check.stdout[-3000:]
+
+
+def test_the_example_inventory_is_a_class_with_the_labs_settings(tmp_path):
+    """inventory/classroom.example.yml, copied as the README says, beside the lab's settings."""
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0")
+    out = subprocess.run([str(ROOT / ".venv/bin/ansible-inventory"), "-i", "inventory/classroom.example.yml",
+                          "--list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    listing = json.loads(out.stdout)
+    assert listing["trainees"]["hosts"] == ["trainee-01", "trainee-02", "trainee-03", "trainee-04"]
+    hostvars = listing["_meta"]["hostvars"]
+    assert hostvars["trainee-02"]["lab_real_node"] is False and hostvars["trainee-01"]["lab_real_node"] is True
+    assert "lab_grade_settings" in hostvars["trainee-01"]   # group_vars/all/lab.yml applies
+    assert hostvars["trainee-03"]["lab_port_base"] != hostvars["trainee-04"]["lab_port_base"]
 
 
 def test_binaries_are_the_controllers_byte_for_byte_and_kubectl_runs_there(classroom):
@@ -288,6 +306,21 @@ def test_a_host_that_cannot_be_reached_is_a_row_of_its_own(classroom, tmp_path):
     md = (tmp_path / "class-report.md").read_text()
     assert "| trainee-99 | ? | - | - | not graded [" in md and "| trainee-01 | kwok-only | PASS | PASS |" in md, md
     assert out.returncode != 0 and "UNREACHABLE" in out.stdout
+
+
+def test_a_controller_without_binaries_takes_them_from_a_trainee_host(classroom, tmp_path):
+    """-e classroom_binaries_from=HOST: fetched, checked for the pinned versions, never built."""
+    cache = tmp_path / "cache"   # the controller's cache, empty
+    out = classroom.playbook(classroom.commands["setup"] + " -e classroom_binaries_from=trainee-01"
+                             " -e control_plane_binaries_build_timeout=1",   # a build would fail at once
+                             env={"XDG_CACHE_HOME": str(cache)})
+    assert out.returncode == 0, out.stdout[-4000:]
+    assert "Building" not in out.stdout and "Fetch them from trainee-01" in out.stdout
+    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok", "kwokctl"):
+        taken = cache / "gpu-incident-lab/bin" / name
+        assert hashlib.sha256(taken.read_bytes()).digest() == hashlib.sha256((BIN / name).read_bytes()).digest()
+    assert not (cache / "gpu-incident-lab/bin/.from-trainee-01").exists()
+    assert recap(out.stdout)["trainee-02"]["changed"] == 0   # same binaries there: nothing shipped
 
 
 def test_teardown_one_host_then_the_class(classroom):
