@@ -143,16 +143,15 @@ def stack_pods(pods, namespaces, selectors):
 
 
 def referenced_configmaps(pod):
-    """(namespace, name) of every ConfigMap a Pod mounts or reads env from."""
+    """(namespace, name) of every ConfigMap a Pod mounts (configMap volumes) or reads env from."""
     ns = (pod.get("metadata") or {}).get("namespace")
     spec = pod.get("spec") or {}
     names = set()
+    # projected volumes are left out: every Pod's service-account volume projects the cluster's
+    # kube-root-ca.crt, which says nothing about the GPU stack
     for volume in spec.get("volumes") or []:
         if (volume.get("configMap") or {}).get("name"):
             names.add(volume["configMap"]["name"])
-        for source in (volume.get("projected") or {}).get("sources") or []:
-            if (source.get("configMap") or {}).get("name"):
-                names.add(source["configMap"]["name"])
     for c in _containers(spec):
         for env in c.get("env") or []:
             ref = (env.get("valueFrom") or {}).get("configMapKeyRef") or {}
@@ -519,8 +518,9 @@ def collect_node(options):
             missing("fabric-manager.txt", "unit %s not installed (systemctl status: exit %s)"
                     % (options["fabric_manager_unit"], rc))
         else:
-            # 0 active, 3 not running: the status text is the evidence either way
-            record("fabric-manager.txt", argv, rc, out, err, keep_on_failure=rc is not None)
+            # 0 active, 3 not running (inactive or failed): the unit's status text is the evidence
+            # either way; anything else (1: no systemd to ask) says nothing about the unit
+            record("fabric-manager.txt", argv, rc, out, err, ok_rcs=(0, 3))
     return {"files": files, "index": index}
 
 

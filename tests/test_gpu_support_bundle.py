@@ -54,6 +54,26 @@ def test_a_failing_driver_keeps_its_words_and_skips_what_needs_it(tmp_path, monk
     assert "Operation not permitted" in found["index"]["dmesg.txt"]["dmesg"]["output"]
 
 
+def test_systemctl_without_systemd_says_nothing_about_fabric_manager(tmp_path, monkeypatch):
+    """This machine's own systemctl (a container without systemd as PID 1): exit 1 and these
+    words - no fabric-manager.txt, so no reader takes it for a failed Fabric Manager."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    script(tools / "systemctl", "echo 'System has not been booted with systemd as init system (PID 1). Can'\\''t operate.'\n"
+                                "echo 'Failed to connect to bus: Host is down'\nexit 1\n")
+    monkeypatch.setattr(gsb, "_which", lambda name: str(tools / name) if (tools / name).exists() else None)
+    found = gsb.collect_node(dict(NODE_DEFAULTS))
+    entry = found["index"]["fabric-manager.txt"]
+    assert "fabric-manager.txt" not in found["files"] and entry["status"] == "failed" and entry["rc"] == 1
+    assert "not been booted with systemd" in entry["reason"]
+    script(tools / "systemctl", "echo '* nvidia-fabricmanager.service - NVIDIA fabric manager service'\n"
+                                "echo '     Active: failed (Result: exit-code)'\nexit 3\n")
+    found = gsb.collect_node(dict(NODE_DEFAULTS))
+    assert b"Active: failed" in found["files"]["fabric-manager.txt"]
+    script(tools / "systemctl", "echo 'Unit nvidia-fabricmanager.service could not be found.'\nexit 4\n")
+    assert gsb.collect_node(dict(NODE_DEFAULTS))["index"]["fabric-manager.txt"]["status"] == "missing"
+
+
 def test_long_output_keeps_its_end(tmp_path):
     log = tmp_path / "containerd.log"
     log.write_text("".join("line %05d\n" % i for i in range(1000)))
@@ -166,3 +186,26 @@ def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, contain
     entry = out["index"]["crictl-info.json"]
     assert "crictl-info.json" not in out["files"] and entry["status"] == "failed" and entry["rc"] != 0
     assert entry["output"] and endpoint.split("//")[1] in entry["output"] + entry["command"]
+
+
+def test_a_real_bundle_of_the_lab_real_node(module_runner):
+    """tests/bundle_corpus/lab-node-1-incident (SOURCE.md): written by this collector from the lab's
+    real node in the incident's end state. Its index covers every layout file, no env value is in
+    it, and gpu_diagnose reads it as the incident: the files give nvidia, the daemon never restarted."""
+    import pathlib
+    import gpu_diagnose
+    root = pathlib.Path(__file__).resolve().parent / "bundle_corpus/lab-node-1-incident"
+    index = json.loads((root / "bundle.json").read_text())
+    assert index["format"] == gsb.FORMAT and index["nodes"] == ["lab-node-1"]
+    for rel, entry in index["files"].items():
+        assert (root / rel).is_file() == (entry["status"] == "collected"), rel
+    assert {"nodes/lab-node-1/" + n for n in gsb.NODE_FILES} <= set(index["files"])
+    pods = json.loads((root / "cluster/pods.json").read_text())["items"]
+    values = [e["value"] for p in pods for c in p["spec"]["containers"] for e in c.get("env") or [] if "value" in e]
+    assert set(values) <= {gsb.REDACTED}       # (the lab's Pods carry few env values; the cluster test plants them)
+    running = json.loads((root / "nodes/lab-node-1/crictl-info.json").read_text())["config"]["containerd"]
+    assert sorted(running["runtimes"]) == ["runc"]
+    out = module_runner(gpu_diagnose.main, {"bundle": str(root), "node": "lab-node-1"})
+    assert not out["failed"], out.get("msg")
+    assert out["first_broken"] == "container-runtime" and "restart pending" in out["report"]
+    assert [l["status"] for l in out["layers"]][:1] == ["unknown"]          # no nvidia-smi there: unknown, not ok

@@ -152,6 +152,7 @@ def test_support_bundle_from_a_live_cluster_and_a_node(tmp_path, cluster, world,
     dest = tmp_path / "bundle"
     base = ["-i", "inventory/hosts.yml", "-i", str(tmp_path / "nodes.yml"), "playbooks/support-bundle.yml",
             "-e", "lab_kubeconfig=" + cluster, "-e", "pod=%s/trainer" % world["ns"],
+            "-e", "lab_real_node=false",
             "-e", json.dumps({"gpu_support_bundle_stack_namespaces": [world["stack_ns"]]})]
 
     # --check: reads, writes nothing
