@@ -33,7 +33,11 @@ if [ -z "$system" ] && [ "$mode" = install ] && [ "$root" = true ] && command -v
 fi
 
 if [ -z "$system" ]; then
-  error="no python3 on this host and no root to install it: install Debian's python3 package (apt-get install python3 python3-yaml), then run again"
+  if [ "$root" = true ] && [ "$mode" = install ]; then why="apt-get could not install it"
+  elif [ "$root" = true ]; then why="this run installs nothing"
+  else why="and no root to install it"
+  fi
+  error="no python3 on this host ($why): install Debian's python3 and python3-yaml packages there, then run again"
 elif has_yaml "$system"; then
   python=$system
 elif [ -x "$venv/bin/python" ] && has_yaml "$venv/bin/python"; then
