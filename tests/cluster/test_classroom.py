@@ -308,6 +308,26 @@ def test_a_host_that_cannot_be_reached_is_a_row_of_its_own(classroom, tmp_path):
     assert out.returncode != 0 and "UNREACHABLE" in out.stdout
 
 
+def test_a_host_that_fails_is_reported_by_name_and_the_others_go_on(classroom):
+    inventory = json.loads(classroom.inventory.read_text())
+    hosts = inventory["all"]["children"]["trainees"]["hosts"]
+    hosts = {"trainee-01": hosts["trainee-01"],
+             # reachable, but its bin folder cannot be made
+             "trainee-98": dict(hosts["trainee-02"], lab_bin_dir="/proc/classroom-nowhere/bin"),
+             "trainee-99": dict(hosts["trainee-01"], ansible_port=free_port())}   # nobody listens
+    inventory["all"]["children"]["trainees"]["hosts"] = hosts
+    other = classroom.inventory.parent / "with-failing-hosts.yml"
+    other.write_text(json.dumps(inventory))
+    out = classroom.playbook(classroom.commands["setup"], inventory=other)
+    assert out.returncode != 0, out.stdout[-3000:]
+    assert re.search(r"^trainee-01: ready - kwok-only, cluster class-\w+-0, 3 nodes Ready", out.stdout, re.M)
+    assert re.search(r'^trainee-98: FAILED at "Classroom binaries \| Create the bin folder" - ', out.stdout, re.M), \
+        out.stdout[-3000:]
+    assert re.search(r"^trainee-99: UNREACHABLE - not reached", out.stdout, re.M)
+    assert "not ready: trainee-98, trainee-99" in out.stdout
+    assert recap(out.stdout)["trainee-01"]["changed"] == 0
+
+
 def test_a_controller_without_binaries_takes_them_from_a_trainee_host(classroom, tmp_path):
     """-e classroom_binaries_from=HOST: fetched, checked for the pinned versions, never built."""
     cache = tmp_path / "cache"   # the controller's cache, empty
