@@ -247,7 +247,7 @@ def test_graded_fix(lab):
                 timeout=100)
     before = (lab.root / "etc/containerd/conf.d/99-nvidia.toml").read_text()
     out, counts = play("playbooks/grade.yml", "-e", "drill=reboot", *lab.extra)
-    assert counts["changed"] == 0 and "drill reboot" in out.stdout
+    assert counts["changed"] == 0 and "Drill reboot PASS" in out.stdout
     assert (lab.root / "etc/containerd/conf.d/99-nvidia.toml").read_text() == before
     lab.kubectl("-n", "gpu-lab", "delete", "pod", "runtime-check", "--wait=false")
 
