@@ -189,15 +189,25 @@ if os.path.isdir(src):
                 continue
             want[rel] = os.path.join(root, name)
 os.makedirs(dst, exist_ok=True)
+generated = None
+if "config.toml" not in want and restrict == "true":
+    # no main config yet (a fresh lab folder): containerd's defaults, plus what this machine needs
+    generated = ("# Written by the lab: " + src + "/config.toml does not exist yet, so containerd\n"
+                 "# runs on its defaults plus the one setting this machine needs (see README).\n"
+                 "version = 2\n\n[" + CRI["2"] + "]\n  restrict_oom_score_adj = true\n")
+    want["config.toml"] = None
 for root, _dirs, files in os.walk(dst):
     for name in files:
         rel = os.path.relpath(os.path.join(root, name), dst)
         if rel not in want:
             os.remove(os.path.join(root, name))
 for rel, path in want.items():
-    with open(path, "rb") as f:
-        data = f.read()
-    if rel.endswith(".toml"):
+    if path is None:
+        data = generated.encode()
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    if rel.endswith(".toml") and path is not None:
         text = data.decode("utf-8", "surrogateescape")
         # the lab folder stands for the node's /: a path into it names the node's own file
         text = text.replace(lab.rstrip("/") + "/etc/containerd", "/etc/containerd")
