@@ -692,9 +692,10 @@ class Grader:
 
     # Words an answer's EVIDENCE names when it points at the right thing, per layer.
     DRILL_WORDS = {
-        "driver": ["cuda.driver", "driver label", "driver_ok", "driver version", "nvidia-smi",
-                   "kernel"],
-        "container-runtime": ["runtimes_loaded", "config dump", "handler", "runtime"],
+        "driver": ["cuda.driver", "driver label", "driver_ok", "driver version", "driver-version",
+                   "nvidia-smi", "kernel", "xid", "nvrm"],
+        "container-runtime": ["runtimes_loaded", "runtimes_running", "restart_pending", "crictl",
+                              "config dump", "handler", "runtime"],
         "device-plugin": ["device-plugin", "device plugin", "device-plugins", "socket",
                           "daemonset", "plugin pod"],
         "node-advertisement": ["capacity", "allocatable", "node status", "advertis"],
