@@ -76,8 +76,13 @@ def test_the_guide_runs_as_printed_and_passes_the_grader(tmp_path):
         assert "right: fails without nvidia" in out.stdout
         for step in range(1, 9):
             assert "Step %d" % step in out.stdout and "1 of 1 passed" in out.stdout
-        graded = run_script("source .venv/bin/activate\nansible-playbook playbooks/grade.yml", home)
-        assert graded.returncode == 0 and "8 of 8 passed" in graded.stdout, graded.stdout[-3000:]
+        assert "8 of 8 passed" in out.stdout          # the guide's "Grade everything", as printed
+        assert "Drill reboot PASS" in out.stdout       # the real node's fix, graded
+        # after the whole guide - the real reboot included - the trainee's files still grade; step 8
+        # compares rollout.txt with the live rollout, which the reboot moved on (the guide says why)
+        graded = run_script("source .venv/bin/activate\n"
+                            "ansible-playbook playbooks/grade.yml -e grade_steps=1,2,3,4,5,6,7", home)
+        assert graded.returncode == 0 and "7 of 7 passed" in graded.stdout, graded.stdout[-3000:]
     finally:
         run_script("source .venv/bin/activate\nansible-playbook playbooks/teardown.yml", home)
 
