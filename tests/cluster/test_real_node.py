@@ -273,3 +273,6 @@ def test_teardown_leaves_nothing(lab):
     assert not list(pathlib.Path("/sys/fs/cgroup").glob("*/gpu-incident-lab-%s" % cid))
     assert str(lab.node_dir) not in pathlib.Path("/proc/self/mountinfo").read_text()
     assert sh("pgrep", "-f", str(lab.node_dir), check=False).returncode == 1
+    # what the node held is gone with it, its logs stay
+    assert not (lab.node_dir / "containerd-root").exists() and not (lab.node_dir / "node.env").exists()
+    assert (lab.node_dir / "containerd.log").exists()

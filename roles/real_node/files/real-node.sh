@@ -603,7 +603,10 @@ case "$cmd" in
     cgroup_remove
     if ip link show "$VETH_HOST" >/dev/null 2>&1; then ip link del "$VETH_HOST"; say "veth removed"; fi
     if ip netns list | grep -qw "$NETNS"; then ip netns del "$NETNS"; say "network namespace removed"; fi
-    rm -f "$S"/*.pid "$S/boot.json"
+    # what the node held goes with it (images, containers, credentials); its logs stay for a look
+    # afterwards. Nothing of it is mounted any more: its mounts lived in its mount namespace.
+    find "$S" -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name '*.log.1' -exec rm -rf {} +
+    [ -n "$(ls -A "$S")" ] || rmdir "$S"
     status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
     ;;
   *) die "unknown command $cmd" ;;
