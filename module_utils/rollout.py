@@ -69,8 +69,11 @@ def snapshot(kube, namespace, name, with_pods=True):
     selector = ",".join("%s=%s" % kv for kv in sorted(labels.items()))
     pods = kube.items("/api/v1/namespaces/%s/pods" % namespace,
                       labelSelector=selector) if with_pods else None
+    # a Pod being deleted (deletionTimestamp set) is on its way out: on a real node it stays
+    # listed while its container stops, and counting it would see one old Pod too many
     pods = [p for p in pods or [] if any(ref.get("uid") == meta["uid"]
-                                         for ref in p["metadata"].get("ownerReferences") or [])]
+                                         for ref in p["metadata"].get("ownerReferences") or [])
+            and not p["metadata"].get("deletionTimestamp")]
     images = sorted(c["image"] for c in spec["template"]["spec"]["containers"])
     rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate")
     max_unavailable = rolling.get("maxUnavailable") if rolling is not None else None

@@ -141,3 +141,38 @@ def test_before_an_update_a_timeout_while_peeking_reports_a_full_read():
                                                   peek=lambda: rolling, clock=lambda: next(clock),
                                                   pause=lambda s: None)
     assert state == "timeout" and snapshot is STALLED and verdict["old_image_pods"] == 2
+
+
+class _FakeKube:
+    """The two reads snapshot() makes, answered from plain objects (no cluster needed)."""
+    def __init__(self, ds, pods):
+        self.ds, self.pods = ds, pods
+
+    def get(self, path):
+        return self.ds
+
+    def items(self, path, **params):
+        return self.pods
+
+
+def test_a_terminating_pod_is_not_counted():
+    """On a real node a replaced Pod stays listed while its container stops (deletionTimestamp
+    set): the snapshot leaves it out, as the DaemonSet's own status does."""
+    owner = [{"uid": "u1"}]
+    ds = {"metadata": {"uid": "u1", "generation": 2},
+          "spec": {"selector": {"matchLabels": {"app": "t"}},
+                   "updateStrategy": {"rollingUpdate": {"maxUnavailable": 1}},
+                   "template": {"spec": {"containers": [{"name": "c", "image": "img:new"}]}}},
+          "status": {"observedGeneration": 2, "desiredNumberScheduled": 3, "updatedNumberScheduled": 1,
+                     "numberReady": 2}}
+
+    def p(name, image, deleting=False):
+        meta = {"name": name, "ownerReferences": owner}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-12-01T23:40:00Z"
+        return {"metadata": meta, "spec": {"nodeName": "n", "containers": [{"image": image}]},
+                "status": {"phase": "Running"}}
+    pods = [p("a", "img:old"), p("b", "img:old"), p("c", "img:old", deleting=True), p("d", "img:new")]
+    snap = ro.snapshot(_FakeKube(ds, pods), "ns", "t")
+    assert sorted(x["name"] for x in snap["pods"]) == ["a", "b", "d"]
+    assert ro.judge(snap)["old_image_pods"] == 2
