@@ -21,7 +21,7 @@ options:
   hosts:
     description:
       - Per host name, a dict with C(status) (V(graded), V(failed) or V(unreachable)), C(steps) -
-        M(lab_grade)'s RV(lab_grade#module:steps) - when graded, C(reason) when not, and C(lab),
+        the C(steps) that M(lab_grade) returns - when graded, C(reason) when not, and C(lab),
         the words that say which lab the host runs (for example V(kwok-only (no root on this host))).
     type: dict
     required: true
@@ -135,8 +135,8 @@ def build(hosts, title=""):
         lab = entry.get("lab") or "?"
         if entry["status"] != "graded":
             failed_hosts.append(name)
-            notes.append("%s: not graded (%s) - %s" % (name, entry["status"],
-                                                        entry.get("reason") or "no reason given"))
+            notes.append("%s: not graded (%s) - %s" % (
+                name, entry["status"], entry.get("reason") or "no reason given"))
             rows.append([name, lab] + ["-"] * len(columns)
                         + ["not graded [%d]" % len(notes)])
             continue
@@ -190,7 +190,7 @@ def junit(hosts, names):
                        '    </testcase>', '  </testsuite>']
             continue
         steps = sorted(((str(k), v) for k, v in entry["steps"].items()), key=lambda kv: _step_order(kv[0]))
-        failed = sum(1 for _, v in steps if not v["passed"])
+        failed = sum(1 for _step, v in steps if not v["passed"])
         total += len(steps)
         failures += failed
         suites += ['  <testsuite name=%s hostname=%s tests="%d" failures="%d" errors="0">'

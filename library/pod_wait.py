@@ -66,7 +66,10 @@ attributes:
   check_mode:
     description: Can run in check mode and report what would change without changing it.
     support: full
-    details: Reads as usual and does not write O(record); with a O(record) still to write it does not wait (nothing was changed to wait for) and says what a real run would record.
+    details:
+      - Reads as usual and does not write O(record).
+      - With a O(record) still to write it does not wait (nothing was changed to wait for) and
+        says what a real run would record.
   diff_mode:
     description: Returns details on what changed (or would change in check mode) with --diff.
     support: full
