@@ -125,8 +125,7 @@ kill_all() { # every process of the node, then wait until none is left
     [ -n "${pids// /}" ] || return 0
     # shellcheck disable=SC2086
     kill -9 $pids 2>/dev/null || true
-    # wait for them to be gone (bounded: 100 rounds of 0.1 s)
-    sleep 0.1
+    sleep 0.1   # poll interval of this bounded wait (100 rounds) for the processes to be gone
   done
   die "processes of the node did not exit: $(cgroup_pids | tr '\n' ' ')"
 }
@@ -276,7 +275,7 @@ wait_for() { # seconds what fn... : poll fn every 0.2 s until it succeeds, else 
   end=$(( $(date +%s) + limit ))
   until "$@"; do
     [ "$(date +%s)" -lt "$end" ] || die "waited ${limit}s for $what"
-    sleep 0.2
+    sleep 0.2   # poll interval of this wait, bounded by $limit
   done
 }
 
