@@ -199,7 +199,7 @@ backup_file:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.containerd_config import ConfigError, judge, merge_report, runtimes_in_dump  # noqa: E402
+from ansible.module_utils.containerd_loader import ConfigError, judge, merge_report, runtimes_in_dump  # noqa: E402
 from ansible.module_utils.lab_files import write_text  # noqa: E402
 
 

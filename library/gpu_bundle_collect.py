@@ -137,7 +137,7 @@ import re  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils import gpu_support_bundle as gsb  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, client  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, client  # noqa: E402
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,252}[A-Za-z0-9])?$")
 
@@ -190,7 +190,7 @@ def main():
                          % (dest, earlier.get("collected_at", "at an unknown time")))
     try:
         kube = client(p["kubeconfig"], p["context"])
-    except RuntimeError as exc:
+    except KubeconfigError as exc:
         module.fail_json(msg=str(exc))
 
     files, index, red = {}, {}, gsb.Redactions()

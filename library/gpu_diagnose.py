@@ -173,10 +173,11 @@ report:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.gpu_layers import DiagnoseError, Diagnosis, markdown  # noqa: E402
-from ansible.module_utils.gpu_sources import LiveSource, open_bundle  # noqa: E402
+from ansible.module_utils.gpu_diagnosis.layers import Diagnosis, markdown  # noqa: E402
+from ansible.module_utils.gpu_diagnosis.sources import LiveSource, open_bundle  # noqa: E402
 from ansible.module_utils.lab_files import write_text  # noqa: E402
-from ansible.module_utils.lab_kube import KubeError, client  # noqa: E402
+from ansible.module_utils.lab_errors import LabError  # noqa: E402
+from ansible.module_utils.lab_kube import client  # noqa: E402
 
 FACT_TYPES = {"driver_ok": bool, "driver_version": str, "driver_error": str, "nvidia_smi": str,
               "gpus": list, "runtimes_running": list, "runtimes_loaded": list,
@@ -257,8 +258,8 @@ def main():
         diagnosis = Diagnosis(source, p["resource"], p["device_plugin_namespace"],
                               p["device_plugin_selector"], p["driver_label"])
         result = diagnosis.run(p["namespace"], p["pod"], p["node"])
-    except (DiagnoseError, KubeError, RuntimeError) as exc:
-        module.fail_json(msg=exc.message if isinstance(exc, DiagnoseError) else str(exc))
+    except LabError as exc:   # DiagnoseError, KubeError, KubeconfigError
+        module.fail_json(msg=str(exc))
     result["report"] = markdown(result, p["resource"])
     result["changed"] = False
     if p["dest"]:

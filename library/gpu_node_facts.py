@@ -151,7 +151,7 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.gpu_artefacts import ArtefactError, facts_from_artefacts  # noqa: E402
+from ansible.module_utils.gpu_diagnosis.artefacts import ArtefactError, facts_from_artefacts  # noqa: E402
 
 QUERY = ["--query-gpu=index,name,uuid,driver_version,memory.total", "--format=csv,noheader"]
 

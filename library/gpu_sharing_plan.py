@@ -170,7 +170,7 @@ gpu_model:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 from ansible.module_utils.gpu_sharing import PlanError, sharing_plan  # noqa: E402
-from ansible.module_utils.timeslicing import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
+from ansible.module_utils.device_plugin_sharing import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
 from ansible.module_utils.lab_files import parse_mode, write_text  # noqa: E402
 
 

@@ -95,7 +95,7 @@ live:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeError, client, parse_quantity  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, KubeError, client, parse_quantity  # noqa: E402
 
 
 def _scalar_same(want, have):
@@ -152,7 +152,7 @@ def main():
                              "metadata.name: %.200r" % (index, doc))
     try:
         kube = client(p["kubeconfig"], p["context"])
-    except RuntimeError as exc:
+    except KubeconfigError as exc:
         module.fail_json(msg=str(exc))
     objects, live_objects, missing, differing, to_apply = [], [], [], [], []
     for doc in docs:

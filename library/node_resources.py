@@ -193,7 +193,7 @@ import re  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeError, client, condition, parse_quantity  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, KubeError, client, condition, parse_quantity  # noqa: E402
 
 
 def is_extended(name):
@@ -343,7 +343,7 @@ def main():
     try:
         kube = client(params["kubeconfig"], params["context"])
         existing = {node["metadata"]["name"]: node for node in kube.items("/api/v1/nodes")}
-    except RuntimeError as exc:
+    except KubeconfigError as exc:
         module.fail_json(msg=str(exc))
     except KubeError as exc:
         module.fail_json(msg="cannot list nodes: %s" % exc)

@@ -132,7 +132,7 @@ import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.lab_files import write_text  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeError, client, condition  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, KubeError, client, condition  # noqa: E402
 
 
 def describe(pod):
@@ -177,7 +177,7 @@ def main():
     p = module.params
     try:
         kube = client(p["kubeconfig"], p["context"])
-    except RuntimeError as exc:
+    except KubeconfigError as exc:
         module.fail_json(msg=str(exc))
     path = "/api/v1/namespaces/%s/pods/%s" % (p["namespace"], p["name"])
     kept = bool(p["record"]) and os.path.exists(p["record"]) and not p["overwrite"]

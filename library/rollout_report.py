@@ -158,7 +158,7 @@ import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.lab_files import write_text  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeError, client  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, KubeError, client  # noqa: E402
 from ansible.module_utils.rollout import rollout_report, snapshot, wait_settled  # noqa: E402
 
 
@@ -180,7 +180,7 @@ def main():
     p = module.params
     try:
         kube = client(p["kubeconfig"], p["context"])
-    except RuntimeError as exc:
+    except KubeconfigError as exc:
         module.fail_json(msg=str(exc))
 
     def read():

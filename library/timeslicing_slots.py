@@ -215,7 +215,7 @@ import math  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 from ansible.module_utils.lab_files import parse_mode, read_text, write_text  # noqa: E402
-from ansible.module_utils.timeslicing import (  # noqa: E402
+from ansible.module_utils.device_plugin_sharing import (  # noqa: E402
     HAS_YAML, YAML_IMPORT_ERROR, SlotsError, config_from_manifest, slot_table, slots_report)
 
 

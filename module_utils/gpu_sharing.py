@@ -38,8 +38,9 @@ for it follows internal/rm/rm.go (AddDefaultResourcesToConfig: `mig-<profile>` w
 import itertools
 import re
 
-from ansible.module_utils import timeslicing as ts
+from ansible.module_utils import device_plugin_sharing as ts
 from ansible.module_utils.mig_listing import ListingError, parse_lgip, parse_lgipp, slices_of
+from ansible.module_utils.lab_errors import LabError
 
 ENGINES = ("dec", "enc", "jpeg", "ofa", "ce")
 ENGINE_NAMES = {"dec": "decoder (DEC)", "enc": "encoder (ENC)", "jpeg": "JPEG decoder",
@@ -231,7 +232,7 @@ MPS_SCOPE = ("a default per CUDA client process: the MPS control daemon gets "
              "is limited to it - not each Pod (a Pod with two CUDA processes may use twice)")
 
 
-class PlanError(Exception):
+class PlanError(LabError):
     def __init__(self, message):
         self.message = message
         super().__init__(message)

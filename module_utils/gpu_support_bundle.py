@@ -44,6 +44,7 @@ import subprocess
 import tempfile
 
 from ansible.module_utils import nvidia_smi
+from ansible.module_utils.lab_errors import LabError
 
 FORMAT = "gpu-incident-lab/support-bundle"
 FORMAT_VERSION = 1
@@ -78,7 +79,7 @@ STACK_SELECTORS = ["name=nvidia-device-plugin-ds", "app=nvidia-device-plugin-dae
                    "app=nvidia-dcgm-exporter", "app.kubernetes.io/part-of=gpu-operator"]
 
 
-class BundleError(Exception):
+class BundleError(LabError):
     """Bad input or a destination that cannot take the bundle; the text says what to do."""
 
 

@@ -27,10 +27,10 @@ except ImportError:  # the modules that need it fail with missing_required_lib
     HAS_YAML = False
     YAML_IMPORT_ERROR = traceback.format_exc()
 
-from ansible.module_utils import containerd_config as cc
-from ansible.module_utils import gpu_layers as gd
+from ansible.module_utils import containerd_loader as cc
+from ansible.module_utils.gpu_diagnosis import layers as gd
 from ansible.module_utils import rollout as ro
-from ansible.module_utils import timeslicing as ts
+from ansible.module_utils import device_plugin_sharing as ts
 from ansible.module_utils.lab_kube import KubeError, client as kube_client
 
 CRI = ("plugins", cc.CRI_V2, "containerd")

@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import threading
 import urllib.parse
+from ansible.module_utils.lab_errors import KubeconfigError, LabError
 
 KUBE_ARGS = dict(
     kubeconfig=dict(type="path", required=True),
@@ -34,7 +35,7 @@ KUBE_ARGS = dict(
 )
 
 
-class KubeError(Exception):
+class KubeError(LabError):
     """An API call failed: status (int or None), reason and the server's message."""
 
     def __init__(self, status, reason, message=None):
@@ -43,30 +44,28 @@ class KubeError(Exception):
         super().__init__(text + ((": " + message) if message else ""))
 
 
-class ConfigError(RuntimeError):
-    """The kubeconfig cannot be used; the text names the file and the fix."""
 
 
 def _named(entries, name, what, path):
     if entries is not None and not isinstance(entries, list):
-        raise ConfigError("kubeconfig %s: %ss must be a list of {name, %s} entries, found %s"
+        raise KubeconfigError("kubeconfig %s: %ss must be a list of {name, %s} entries, found %s"
                           % (path, what, what, type(entries).__name__))
     for index, entry in enumerate(entries or []):
         if not isinstance(entry, dict):
-            raise ConfigError("kubeconfig %s: %ss[%d] must be a mapping with name and %s"
+            raise KubeconfigError("kubeconfig %s: %ss[%d] must be a mapping with name and %s"
                               % (path, what, index, what))
         if entry.get("name") == name:
             found = entry.get(what) or {}
             if not isinstance(found, dict):
-                raise ConfigError("kubeconfig %s: %s %r must be a mapping, found %s"
+                raise KubeconfigError("kubeconfig %s: %s %r must be a mapping, found %s"
                                   % (path, what, name, type(found).__name__))
             for key, value in found.items():
                 if key in _STRING_FIELDS and value is not None and not isinstance(value, str):
-                    raise ConfigError("kubeconfig %s: %s %r field %s must be a string, found %s "
+                    raise KubeconfigError("kubeconfig %s: %s %r field %s must be a string, found %s "
                                       "(%r); quote it" % (path, what, name, key,
                                                           type(value).__name__, value))
             return found
-    raise ConfigError("kubeconfig %s has no %s named %r" % (path, what, name))
+    raise KubeconfigError("kubeconfig %s has no %s named %r" % (path, what, name))
 
 
 _STRING_FIELDS = {"server", "certificate-authority", "certificate-authority-data",
@@ -101,50 +100,50 @@ def _exec_credential(spec, path):
     try:
         run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
     except OSError as exc:
-        raise ConfigError("kubeconfig %s: exec credential plugin %s cannot run: %s%s"
+        raise KubeconfigError("kubeconfig %s: exec credential plugin %s cannot run: %s%s"
                           % (path, spec["command"], exc,
                              (" (" + spec["installHint"].strip() + ")") if spec.get("installHint") else ""))
     if run.returncode != 0:
-        raise ConfigError("kubeconfig %s: exec credential plugin %s failed (exit %s): %s"
+        raise KubeconfigError("kubeconfig %s: exec credential plugin %s failed (exit %s): %s"
                           % (path, spec["command"], run.returncode, run.stderr.strip()[:300]))
     try:
         status = json.loads(run.stdout).get("status") or {}
     except ValueError:
-        raise ConfigError("kubeconfig %s: exec credential plugin %s printed no ExecCredential JSON"
+        raise KubeconfigError("kubeconfig %s: exec credential plugin %s printed no ExecCredential JSON"
                           % (path, spec["command"]))
     return status
 
 
 def load_kubeconfig(path, context=None):
-    """Everything a connection needs, as a dict; ConfigError names what is wrong."""
+    """Everything a connection needs, as a dict; KubeconfigError names what is wrong."""
     import yaml
     try:
         with open(path, "r", encoding="utf-8") as handle:
             doc = yaml.safe_load(handle) or {}
     except UnicodeDecodeError as exc:
-        raise ConfigError("cannot load kubeconfig %s: not UTF-8 text (byte %d)" % (path, exc.start))
+        raise KubeconfigError("cannot load kubeconfig %s: not UTF-8 text (byte %d)" % (path, exc.start))
     except OSError as exc:
-        raise ConfigError("cannot load kubeconfig %s: %s" % (path, exc.strerror or exc))
+        raise KubeconfigError("cannot load kubeconfig %s: %s" % (path, exc.strerror or exc))
     except yaml.YAMLError as exc:
-        raise ConfigError("cannot load kubeconfig %s: not YAML (%s)" % (path, exc))
+        raise KubeconfigError("cannot load kubeconfig %s: not YAML (%s)" % (path, exc))
     if not isinstance(doc, dict):
-        raise ConfigError("cannot load kubeconfig %s: not a kubeconfig mapping" % path)
+        raise KubeconfigError("cannot load kubeconfig %s: not a kubeconfig mapping" % path)
     base = os.path.dirname(os.path.abspath(path))
     name = context or doc.get("current-context")
     if name is not None and not isinstance(name, str):
-        raise ConfigError("kubeconfig %s: current-context must be a context name (a string)" % path)
+        raise KubeconfigError("kubeconfig %s: current-context must be a context name (a string)" % path)
     if not name:
-        raise ConfigError("kubeconfig %s has no current-context; pass context" % path)
+        raise KubeconfigError("kubeconfig %s has no current-context; pass context" % path)
     ctx = _named(doc.get("contexts"), name, "context", path)
     cluster = _named(doc.get("clusters"), ctx.get("cluster"), "cluster", path)
     user = _named(doc.get("users"), ctx.get("user"), "user", path) if ctx.get("user") else {}
     if not cluster.get("server"):
-        raise ConfigError("kubeconfig %s: cluster %r has no server" % (path, ctx.get("cluster")))
+        raise KubeconfigError("kubeconfig %s: cluster %r has no server" % (path, ctx.get("cluster")))
     if cluster.get("proxy-url"):
-        raise ConfigError("kubeconfig %s: proxy-url is not supported by this client; reach the "
+        raise KubeconfigError("kubeconfig %s: proxy-url is not supported by this client; reach the "
                           "API server directly" % path)
     if user.get("auth-provider"):
-        raise ConfigError("kubeconfig %s: user %r uses the legacy auth-provider %r; switch it to "
+        raise KubeconfigError("kubeconfig %s: user %r uses the legacy auth-provider %r; switch it to "
                           "an exec credential plugin" % (path, ctx.get("user"),
                                                          user["auth-provider"].get("name")))
     conf = {"server": cluster["server"].rstrip("/"), "namespace": ctx.get("namespace") or "default",
@@ -195,7 +194,7 @@ class Kube(object):
         self.conf = load_kubeconfig(kubeconfig, context)
         url = urllib.parse.urlsplit(self.conf["server"])
         if url.scheme not in ("https", "http"):
-            raise ConfigError("kubeconfig %s: server %s is not an http(s) URL" % (kubeconfig, url))
+            raise KubeconfigError("kubeconfig %s: server %s is not an http(s) URL" % (kubeconfig, url))
         self._scheme, self._host, self._port = url.scheme, url.hostname, url.port
         self._prefix = url.path.rstrip("/")
         self._timeout = timeout
@@ -386,12 +385,13 @@ class Kube(object):
 
 
 def client(kubeconfig, context=None):
-    """Kube(...), with every setup failure as RuntimeError carrying the reason."""
+    """Kube(...), with every setup failure as a KubeconfigError carrying the reason."""
     try:
         return Kube(kubeconfig, context)
-    except (ConfigError, ssl.SSLError, OSError, ValueError) as exc:
-        raise RuntimeError(str(exc) if isinstance(exc, ConfigError)
-                           else "cannot use kubeconfig %s: %s" % (kubeconfig, exc))
+    except KubeconfigError:
+        raise
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise KubeconfigError("cannot use kubeconfig %s: %s" % (kubeconfig, exc)) from None
 
 
 def condition(obj, kind):

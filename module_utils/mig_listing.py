@@ -21,6 +21,7 @@ like ``GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,6}:1`` (``Placement :`` for
 """
 
 import re
+from ansible.module_utils.lab_errors import LabError
 
 _ROW = re.compile(
     r"^(?P<gpu>\d+)\s+MIG\s+(?P<name>\S+)\s+(?P<id>\d+)\s+(?P<free>\d+)/(?P<total>\d+)\s+"
@@ -44,7 +45,7 @@ LGIPP_FIX = ("give the text `nvidia-smi mig -lgipp` printed on the node, as prin
              "`GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,6}:1`)")
 
 
-class ListingError(Exception):
+class ListingError(LabError):
     def __init__(self, message):
         self.message = message
         super().__init__(message)

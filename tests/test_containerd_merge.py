@@ -5,7 +5,7 @@ import pathlib
 import pytest
 
 import containerd_merge
-import containerd_config as cc
+import containerd_loader as cc
 
 MAIN = '''version = 2
 imports = ["{dir}/conf.d/*.toml"]

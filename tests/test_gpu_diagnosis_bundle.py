@@ -13,9 +13,9 @@ import shutil
 import pytest
 
 import gpu_diagnose
-from ansible.module_utils import gpu_artefacts as ga
-from ansible.module_utils import gpu_layers as gl
-from ansible.module_utils import gpu_sources as gs
+from ansible.module_utils.gpu_diagnosis import artefacts as ga
+from ansible.module_utils.gpu_diagnosis import layers as gl
+from ansible.module_utils.gpu_diagnosis import sources as gs
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "diagnosis_corpus"
 REAL = CORPUS / "real"

@@ -9,7 +9,7 @@ import pytest
 import gpu_diagnose
 import gpu_node_facts
 import gpu_preflight
-from ansible.module_utils import gpu_layers as gl
+from ansible.module_utils.gpu_diagnosis import layers as gl
 
 LAB_MAIN = """version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd]

@@ -6,7 +6,7 @@ import pytest
 import containerd_merge
 import lab_grade
 import text_files
-from ansible.module_utils.lab_kube import ConfigError, load_kubeconfig
+from ansible.module_utils.lab_kube import KubeconfigError, load_kubeconfig
 
 PYTHON_WORDS = ("Traceback", "AttributeError", "TypeError", "KeyError", "object has no attribute",
                 "ValueError", "UnicodeDecodeError")
@@ -86,6 +86,6 @@ def test_lab_grade_refuses_an_empty_step_list(module_runner, tmp_path):
 def test_kubeconfig_with_wrong_types(tmp_path, text, words):
     path = tmp_path / "kubeconfig"
     path.write_text(text)
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(KubeconfigError) as info:
         load_kubeconfig(str(path))
     assert words in str(info.value) and str(path) in str(info.value)

@@ -71,14 +71,14 @@ def test_exec_credential_plugin_is_run(tmp_path):
 
 def test_failing_exec_plugin_says_why(tmp_path):
     path = kubeconfig(tmp_path, {"exec": {"command": "sh", "args": ["-c", "echo expired >&2; exit 3"]}})
-    with pytest.raises(lab_kube.ConfigError, match=r"failed \(exit 3\): expired"):
+    with pytest.raises(lab_kube.KubeconfigError, match=r"failed \(exit 3\): expired"):
         lab_kube.load_kubeconfig(path)
 
 
 def test_missing_exec_plugin_shows_the_install_hint(tmp_path):
     path = kubeconfig(tmp_path, {"exec": {"command": str(tmp_path / "nope"),
                                           "installHint": "install aws-cli"}})
-    with pytest.raises(lab_kube.ConfigError, match="cannot run.*install aws-cli"):
+    with pytest.raises(lab_kube.KubeconfigError, match="cannot run.*install aws-cli"):
         lab_kube.load_kubeconfig(path)
 
 
@@ -89,21 +89,21 @@ def test_missing_exec_plugin_shows_the_install_hint(tmp_path):
     ({}, {"certificate-authority": "x"}, "lab", "has no server"),
 ])
 def test_unusable_kubeconfigs_are_named(tmp_path, user, cluster, current, match):
-    with pytest.raises(lab_kube.ConfigError, match=match):
+    with pytest.raises(lab_kube.KubeconfigError, match=match):
         lab_kube.load_kubeconfig(kubeconfig(tmp_path, user, cluster=cluster, current=current))
 
 
 def test_missing_and_broken_files(tmp_path):
-    with pytest.raises(lab_kube.ConfigError, match="cannot load kubeconfig .*none"):
+    with pytest.raises(lab_kube.KubeconfigError, match="cannot load kubeconfig .*none"):
         lab_kube.load_kubeconfig(str(tmp_path / "none"))
     bad = tmp_path / "bad.yaml"
     bad.write_text("clusters: [\n")
-    with pytest.raises(lab_kube.ConfigError, match="not YAML"):
+    with pytest.raises(lab_kube.KubeconfigError, match="not YAML"):
         lab_kube.load_kubeconfig(str(bad))
 
 
 def test_client_wraps_setup_errors(tmp_path):
-    with pytest.raises(RuntimeError, match="cannot load kubeconfig"):
+    with pytest.raises(lab_kube.KubeconfigError, match="cannot load kubeconfig"):
         lab_kube.client(str(tmp_path / "none"))
 
 

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 
-import timeslicing as ts
+import device_plugin_sharing as ts
 
 CASES = yaml.safe_load((pathlib.Path(__file__).parent / "sharing_corpus" / "cases.yaml").read_text())
 

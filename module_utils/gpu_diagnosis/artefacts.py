@@ -28,6 +28,8 @@ The shapes are the real components' own:
 import json
 import re
 
+from ansible.module_utils.lab_errors import LabError
+
 try:
     import tomllib
 except ImportError:  # Python < 3.11: the regex reader below still names the runtimes
@@ -64,7 +66,7 @@ GPU_LOST = re.compile(r"fallen off the bus|GPU is lost|RmInitAdapter failed|"
 XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<code>\d+)")
 
 
-class ArtefactError(Exception):
+class ArtefactError(LabError):
     """An artefact that cannot be read: the message names it, the line and the fix."""
 
     def __init__(self, message):

@@ -21,17 +21,18 @@ import os
 import re
 import urllib.parse
 
-from ansible.module_utils.gpu_artefacts import (
+from ansible.module_utils.gpu_diagnosis.artefacts import (
     ARTEFACTS, ArtefactError, facts_from_artefacts, kernel_nvrm_lines, smi_failure)
+from ansible.module_utils.lab_errors import LabError
 
 
-class DiagnoseError(Exception):
+class DiagnoseError(LabError):
     def __init__(self, message):
         self.message = message
         super().__init__(message)
 
 
-class Unreadable(Exception):
+class Unreadable(LabError):
     """The source does not hold this: `why` says what is missing."""
 
     def __init__(self, why):

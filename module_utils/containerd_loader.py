@@ -32,6 +32,8 @@ import os
 import re
 import tomllib
 
+from ansible.module_utils.lab_errors import LabError
+
 CRI_V1 = "cri"
 CRI_V2 = "io.containerd.grpc.v1.cri"
 CRI_V3_RUNTIME = "io.containerd.cri.v1.runtime"
@@ -43,7 +45,7 @@ _UNQUOTED_PLUGIN = re.compile(
     r"plugins\.(io\.containerd\.[A-Za-z0-9_-]+\.v[0-9]+\.[A-Za-z0-9_-]+)")
 
 
-class ConfigError(Exception):
+class ConfigError(LabError):
     """A config containerd would refuse, or one we cannot read.
 
     ``path``/``line``/``column`` point at the place; ``fix`` says what to do.

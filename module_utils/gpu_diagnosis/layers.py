@@ -41,9 +41,9 @@ judged at the lower layer, with the text as evidence.
 
 import re
 
-from ansible.module_utils.gpu_artefacts import APPLICATION_XIDS, gpu_lost_lines, xids
-from ansible.module_utils.gpu_artefacts import runtimes_from_dump as _runtimes_from_dump
-from ansible.module_utils.gpu_sources import (  # noqa: F401
+from ansible.module_utils.gpu_diagnosis.artefacts import APPLICATION_XIDS, gpu_lost_lines, xids
+from ansible.module_utils.gpu_diagnosis.artefacts import runtimes_from_dump as _runtimes_from_dump
+from ansible.module_utils.gpu_diagnosis.sources import (  # noqa: F401
     DiagnoseError, LiveSource, Source, Unreadable, parse_selector)
 from ansible.module_utils.lab_kube import condition, parse_quantity
 

@@ -14,6 +14,7 @@ quotes the plugin's own message chain as its log would show it.
 
 import math
 import re
+from ansible.module_utils.lab_errors import LabError
 
 try:
     import yaml
@@ -46,7 +47,7 @@ _LOAD_CHAIN = ("error starting plugins: unable to load config: unable to parse c
 _JSON_CHAIN = "unmarshal error: error unmarshaling JSON: while decoding JSON: "
 
 
-class SlotsError(Exception):
+class SlotsError(LabError):
     """A refusal. ``message`` is what the user reads; ``plugin_message`` the plugin's own."""
 
     def __init__(self, message, mistake=None, line=None, plugin_message=None):
