@@ -16,14 +16,7 @@ import math
 import re
 from ansible.module_utils.lab_errors import LabError
 
-try:
-    import yaml
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError:  # the modules that need it fail with missing_required_lib
-    import traceback
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = traceback.format_exc()
+from ansible.module_utils.lab_yaml import HAS_YAML, YAML_IMPORT_ERROR, yaml  # noqa: F401 (re-exported)
 
 DEFAULT_RESOURCE = "nvidia.com/gpu"
 PLUGIN_VERSION = "v0.20.0"

@@ -18,14 +18,7 @@ import shutil
 import subprocess
 import tempfile
 
-try:
-    import yaml
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError:  # the modules that need it fail with missing_required_lib
-    import traceback
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = traceback.format_exc()
+from ansible.module_utils.lab_yaml import HAS_YAML, YAML_IMPORT_ERROR, yaml  # noqa: F401 (re-exported)
 
 from ansible.module_utils import containerd_loader as cc
 from ansible.module_utils.gpu_diagnosis import layers as gd
