@@ -17,6 +17,7 @@ description:
     no change. A file that would change shows with C(--diff); check mode writes nothing.
 version_added: "1.2.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [lab_attributes]
 options:
   hosts:
     description:
@@ -33,13 +34,6 @@ options:
     description: The heading of the Markdown report.
     type: str
     default: Class grade
-attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
 """
 
 EXAMPLES = r"""

@@ -27,6 +27,7 @@ description:
   - Runs where the files are; it reads and never changes the configs.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [lab_files, lab_attributes]
 options:
   path:
     description: The main containerd config, e.g. C(/etc/containerd/config.toml).
@@ -59,14 +60,6 @@ options:
         O(observed_dump).
       - Nothing is written when the configs cannot be judged.
     type: path
-  backup:
-    description: Keep a timestamped copy of O(dest) when its content changes.
-    type: bool
-    default: false
-  mode:
-    description: File mode of O(dest).
-    type: str
-    default: "0644"
   root:
     description:
       - The folder that stands for the node's C(/) - absolute paths in the config, imports
@@ -82,12 +75,7 @@ options:
     type: path
     default: /
 attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
   diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
     details: Shows the change to O(dest).
 notes:
   - The project's tests check the model against two real binaries - Debian's containerd

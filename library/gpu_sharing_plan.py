@@ -53,6 +53,7 @@ description:
     table (no listing found); give its listings.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [lab_files.mode, lab_attributes]
 options:
   gpu_model:
     description: The card model.
@@ -98,17 +99,6 @@ options:
   dest:
     description: Write the Markdown table here (kept with a backup when it changes).
     type: path
-  mode:
-    description: File mode of O(dest).
-    type: str
-    default: "0644"
-attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
 seealso:
   - module: timeslicing_slots
 """

@@ -24,7 +24,7 @@ description:
     different; the apply then runs and decides.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
-extends_documentation_fragment: [lab_kube]
+extends_documentation_fragment: [lab_kube, lab_attributes.read_only]
 options:
   definitions:
     description:
@@ -40,12 +40,7 @@ options:
     default: default
 attributes:
   check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
     details: The module only reads.
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: none
 """
 
 EXAMPLES = r"""

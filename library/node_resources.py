@@ -21,7 +21,7 @@ description:
     capacity from what its device plugins report, so use this there only for rehearsals.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
-extends_documentation_fragment: [lab_kube]
+extends_documentation_fragment: [lab_kube, lab_attributes]
 options:
   names:
     description: Names of the nodes to change. Every one must exist.
@@ -87,12 +87,7 @@ options:
     type: int
     default: 120
 attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
   diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
     details: Shows each changed node's amounts before and after.
 """
 

@@ -20,7 +20,7 @@ description:
     shows its state now.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
-extends_documentation_fragment: [lab_kube]
+extends_documentation_fragment: [lab_kube, lab_files.mode, lab_attributes]
 options:
   namespace:
     description: Namespace of the Pod.
@@ -58,21 +58,13 @@ options:
     description: Replace an existing O(record) whose content differs (a backup is kept).
     type: bool
     default: false
-  mode:
-    description: File mode of O(record).
-    type: str
-    default: "0644"
 attributes:
   check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
     details:
       - Reads as usual and does not write O(record).
       - With a O(record) still to write it does not wait (nothing was changed to wait for) and
         says what a real run would record.
   diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
     details: The recorded file's before and after.
 """
 

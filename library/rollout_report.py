@@ -21,7 +21,7 @@ description:
   - Works on any DaemonSet of any cluster; it only reads.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
-extends_documentation_fragment: [lab_kube]
+extends_documentation_fragment: [lab_kube, lab_files, lab_attributes]
 options:
   namespace:
     description: Namespace of the DaemonSet.
@@ -69,17 +69,6 @@ options:
     description: With O(overwrite), keep a timestamped copy of the old report.
     type: bool
     default: true
-  mode:
-    description: File mode of O(dest).
-    type: str
-    default: "0644"
-attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
 """
 
 EXAMPLES = r"""

@@ -21,6 +21,7 @@ description:
     old content is kept beside it (C(file.<timestamp>~)) and its path returned.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [lab_attributes]
 options:
   files:
     description: The files to write.
@@ -58,12 +59,7 @@ options:
     type: str
     default: "0755"
 attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
   diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
     details: One before/after diff per changed file.
 """
 

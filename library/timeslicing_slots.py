@@ -38,6 +38,7 @@ description:
   - With O(dest) writes the lab's seven-line C(slots.txt).
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [lab_files, lab_attributes]
 options:
   src:
     description: A ConfigMap manifest file; the config is its C(data[key]).
@@ -76,21 +77,6 @@ options:
   dest:
     description: Write the seven-line report (PHYSICAL_GPUS ... ISOLATION) here.
     type: path
-  backup:
-    description: Keep a timestamped copy of O(dest) when its content changes.
-    type: bool
-    default: false
-  mode:
-    description: File mode of O(dest).
-    type: str
-    default: "0644"
-attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
 notes:
   - A C(data.any) written as a YAML mapping instead of a string is reported as the lab's
     common mistake 2, with the fix.
