@@ -157,7 +157,7 @@ junit:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible.module_utils.lab_checks import (  # noqa: E402
+from ansible.module_utils.lab_grader import (  # noqa: E402
     HAS_YAML, YAML_IMPORT_ERROR, Grader, junit_xml, report_text)
 
 

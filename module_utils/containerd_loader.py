@@ -131,9 +131,12 @@ def _find_line(text, pattern):
     return None, None
 
 
-def _check_unquoted_plugins(path, text, data, rejected=True):
-    """Common mistake 1: [plugins.io.containerd.grpc.v1.cri...] unquoted. `rejected`: the
-    containerd version refuses it (1.x); 2.x starts and ignores the settings."""
+def check_unquoted_plugins(path, text, data, rejected=True):
+    """Common mistake 1: [plugins.io.containerd.grpc.v1.cri...] unquoted - TOML reads it as the
+    nested tables plugins -> io -> containerd -> ... Raises ConfigError (mistake
+    "unquoted-dotted-table", with the line and the quoted fix) for the first such table of the
+    parsed file `data` (text: the file's text, for the line). `rejected`: the containerd version
+    refuses it (1.x); 2.x starts and ignores the settings. Public: the grader uses it."""
     plugins = data.get("plugins")
     if not isinstance(plugins, dict):
         return
@@ -221,7 +224,9 @@ def table_paths(data, prefix=()):
     return out
 
 
-def _get(data, *keys):
+def get(data, *keys):
+    """data[k1][k2]...: the value at that nested path of dicts, or None when a key is missing or
+    a level is not a dict (never raises). Public: the grader reads trainee files with it."""
     for key in keys:
         if not isinstance(data, dict) or key not in data:
             return None
@@ -234,7 +239,7 @@ def runtimes_in(data):
     names = set()
     plugins = data.get("plugins") if isinstance(data.get("plugins"), dict) else {}
     for key in (CRI_V1, CRI_V2, CRI_V3_RUNTIME):
-        runtimes = _get(plugins, key, "containerd", "runtimes")
+        runtimes = get(plugins, key, "containerd", "runtimes")
         if isinstance(runtimes, dict):
             names |= {name for name, value in runtimes.items() if isinstance(value, dict)}
     return sorted(names)
@@ -445,7 +450,7 @@ def load_all(path, version, working_dir="/", root="/"):
             raise
         check_types(current, text, data, version)
         try:
-            _check_unquoted_plugins(current, text, data, rejected=version[0] == 1)
+            check_unquoted_plugins(current, text, data, rejected=version[0] == 1)
         except ConfigError as exc:
             if version[0] == 1:
                 raise
@@ -458,7 +463,7 @@ def load_all(path, version, working_dir="/", root="/"):
             line = _find_line(text, r"^\s*imports\s*=")[0]
             raise ConfigError("imports must be an array of strings", path=current, line=line,
                               fix='write imports = ["/etc/containerd/conf.d/*.toml"]')
-        for table, value in _nested_imports(data):
+        for table, value in nested_imports(data):
             findings.append(
                 "%s sets imports inside table [%s], not at the top level: containerd "
                 "reads no imports from it (move `imports = %s` above the first table "
@@ -469,12 +474,14 @@ def load_all(path, version, working_dir="/", root="/"):
     return loaded, findings
 
 
-def _nested_imports(data, prefix=()):
+def nested_imports(data, prefix=()):
+    """(table path, imports) for every `imports` array inside a table of data - containerd reads
+    imports only at the top level, so these are ignored. Public: the grader names them."""
     for key, value in data.items():
         if isinstance(value, dict):
             if "imports" in value and isinstance(value["imports"], list):
                 yield prefix + (key,), value["imports"]
-            yield from _nested_imports(value, prefix + (key,))
+            yield from nested_imports(value, prefix + (key,))
 
 
 # ---------------------------------------------------------------- merging
@@ -527,7 +534,7 @@ def _predict_v1(files, version):
     cri_key = CRI_V2 if effective >= 2 else CRI_V1
     if effective < 2:
         sources = [f.path for f in files if f.version == 1] or [files[0].path]
-        ignored = [f.path for f in files if _get(f.data, "plugins", CRI_V2) is not None]
+        ignored = [f.path for f in files if get(f.data, "plugins", CRI_V2) is not None]
         if ignored:
             findings.append(
                 "the merged config is version %d (%s): containerd 1.x then reads the "
@@ -537,12 +544,12 @@ def _predict_v1(files, version):
                 % (effective, "no file sets version" if effective == 0 else
                    "set by " + ", ".join(sources), CRI_V2, ", ".join(ignored)))
     cri = plugins.get(cri_key)
-    runtimes_table = _get(cri, "containerd", "runtimes")
+    runtimes_table = get(cri, "containerd", "runtimes")
     if isinstance(runtimes_table, dict):
         predicted = sorted(k for k, v in runtimes_table.items() if isinstance(v, dict))
     else:
         predicted = [BUILTIN_RUNTIME]
-    default_name = _get(cri, "containerd", "default_runtime_name") or BUILTIN_RUNTIME
+    default_name = get(cri, "containerd", "default_runtime_name") or BUILTIN_RUNTIME
     for key, before, after in replaced:
         if key != cri_key:
             continue
@@ -559,7 +566,7 @@ def _predict_v1(files, version):
 def _plugin_of(files, path, key):
     for entry in files:
         if entry.path == path:
-            return _get(entry.data, "plugins", key)
+            return get(entry.data, "plugins", key)
     return None
 
 
@@ -627,7 +634,7 @@ def _predict_v2(files, version):
             merged = _migrate_to_v3(merged)
         else:
             v2_files = [f.path for f in files
-                        if _get(_migrate_to_v2(f.data) if f.version < 2 else f.data,
+                        if get(_migrate_to_v2(f.data) if f.version < 2 else f.data,
                                 "plugins", CRI_V2) is not None]
             if v2_files:
                 why = ("the last file with a version says 3" if any(f.version >= 3 for f in files)
@@ -640,12 +647,12 @@ def _predict_v2(files, version):
                     "file, or write every file in version 3 form, or use 2.3+."
                     % (_vtext(version), why, CRI_V2, ", ".join(v2_files)))
         effective = loaded_version
-    runtimes = _get(merged, "plugins", CRI_V3_RUNTIME, "containerd", "runtimes")
+    runtimes = get(merged, "plugins", CRI_V3_RUNTIME, "containerd", "runtimes")
     names = {BUILTIN_RUNTIME}
     if isinstance(runtimes, dict):
         names |= {k for k, v in runtimes.items() if isinstance(v, dict)}
-    default_name = _get(merged, "plugins", CRI_V3_RUNTIME, "containerd",
-                        "default_runtime_name") or BUILTIN_RUNTIME
+    default_name = get(merged, "plugins", CRI_V3_RUNTIME, "containerd",
+                       "default_runtime_name") or BUILTIN_RUNTIME
     return sorted(names), default_name, CRI_V3_RUNTIME, effective, findings
 
 

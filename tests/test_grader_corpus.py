@@ -10,7 +10,7 @@ import shutil
 import pytest
 import yaml
 
-from ansible.module_utils.lab_checks import Grader
+from ansible.module_utils.lab_grader import Grader
 
 CORPUS = pathlib.Path(__file__).parent / "trainee"
 WRONG = sorted(p.name for p in (CORPUS / "wrong").iterdir())

@@ -133,7 +133,7 @@ def test_no_kubernetes_package_needed():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = ("import sys, ansible.module_utils as m; m.__path__.append(%r); "
             "sys.modules['kubernetes'] = None; "
-            "from ansible.module_utils import lab_kube, rollout, lab_checks; print('ok')"
+            "from ansible.module_utils import lab_kube, rollout, lab_grader; print('ok')"
             % os.path.join(root, "module_utils"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr

@@ -67,7 +67,7 @@ class Result:
         return {"passed": not self.reasons, "reasons": self.reasons, "advice": self.advice}
 
 
-_get = cc._get  # nested dict lookup, None when a key is missing
+_get = cc.get  # nested dict lookup, None when a key is missing
 
 
 def read_kv(path, keys, result, name):
@@ -217,7 +217,7 @@ class Grader:
             return None
         try:
             text, data = cc.load_toml(path)
-            cc._check_unquoted_plugins(path, text, data)
+            cc.check_unquoted_plugins(path, text, data)
         except cc.ConfigError as exc:
             if exc.mistake == "unquoted-dotted-table":
                 first = exc.message.split(":")[0]
@@ -235,7 +235,7 @@ class Grader:
         if data.get("version") != 2:
             r.fail("config.toml: top-level `version` must be 2 (found %r)" % data.get("version"))
         imports = data.get("imports")
-        nested = list(cc._nested_imports(data))
+        nested = list(cc.nested_imports(data))
         if imports is None and nested:
             r.fail("config.toml: `imports` is inside table [%s], so it is not top-level; move it "
                    "above the first table header" % cc.format_table_path(nested[0][0]))
