@@ -7,6 +7,11 @@
 #     clears the pid files of dead components (as clear-stale), asks the API server for
 #     /readyz when nothing is dead, and makes the kubeconfig mode 0600 when it is not.
 #     The whole health check of a rerun in one process, no Python on the way.
+# components.sh wait-ready TIMEOUT CLUSTER_DIR KUBECTL KUBECONFIG
+#     after kwokctl created or started the cluster: makes the kubeconfig mode 0600, then waits
+#     until the API server answers /readyz with every component running, or a component has
+#     exited (its pid file is kept for the next run's check), or TIMEOUT seconds passed; prints
+#     one JSON line {"ready": .., "dead": [..], "waited": SECONDS}.
 #
 # kwokctl decides that a component runs when signal 0 reaches the pid in
 # pids/<component>.pid. A killed component that nobody has reaped yet (a
@@ -77,6 +82,26 @@ case "$cmd" in
     fi
     printf '{"exists": %s, "dead": [%s], "ready": %s, "kubeconfig_fixed": %s}\n' \
       "$exists" "$dead" "$ready" "$fixed"
+    ;;
+  wait-ready)
+    timeout=${1:?timeout in seconds}
+    dir=${2:?cluster folder}
+    kubectl=${3:?kubectl}
+    kubeconfig=${4:?kubeconfig}
+    [ ! -f "$kubeconfig" ] || chmod 600 "$kubeconfig"
+    start=$SECONDS deadline=$((SECONDS + timeout)) ready=false
+    while :; do
+      dead=""
+      for name in $(COMPONENTS_READ_ONLY=1 scan clear-stale "$dir"); do dead+="${dead:+,}\"$name\""; done
+      [ -n "$dead" ] && break
+      if "$kubectl" --kubeconfig "$kubeconfig" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; then
+        ready=true
+        break
+      fi
+      [ $SECONDS -ge $deadline ] && break
+      sleep 0.5   # poll interval of this bounded wait
+    done
+    printf '{"ready": %s, "dead": [%s], "waited": %d}\n' "$ready" "$dead" $((SECONDS - start))
     ;;
   *) echo "components.sh: unknown command $cmd" >&2; exit 2 ;;
 esac
