@@ -187,8 +187,9 @@ backup_file:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.containerd_loader import ConfigError, judge, merge_report, runtimes_in_dump  # noqa: E402
-from ansible.module_utils.lab_files import write_text  # noqa: E402
+from ansible.module_utils.containerd_loader import ConfigError  # noqa: E402
+from ansible.module_utils.containerd_merge_report import ObservationError, merge_check  # noqa: E402
+from ansible.module_utils.lab_files import LabFileError  # noqa: E402
 
 
 def main():
@@ -207,32 +208,14 @@ def main():
         mutually_exclusive=[("observed_runtimes", "observed_dump")],
         supports_check_mode=True,
     )
-    params = module.params
-    observed = params["observed_runtimes"]
-    if params["observed_dump"] is not None:
-        observed = runtimes_in_dump(params["observed_dump"])
-        if not observed:
-            module.fail_json(msg="observed_dump lists no runtime table ([plugins.\"io.containerd."
-                             "grpc.v1.cri\".containerd.runtimes.<name>] or the 2.x spelling): it is "
-                             "empty or not the output of `containerd config dump`; nothing was "
-                             "written. Give the node's whole dump, or observed_runtimes")
-    if params["dest"] and observed is None:
-        module.fail_json(msg="dest needs an observation: give observed_runtimes (what "
-                         "`containerd config dump` showed on the node) or observed_dump")
     try:
-        result = judge(params["path"], params["containerd_version"], observed,
-                       params["working_dir"], params["root"])
+        result = merge_check(module)
     except ConfigError as exc:
         module.fail_json(msg=str(exc), findings=[], error=dict(
             path=exc.path, line=exc.line, column=exc.column, fix=exc.fix,
             mistake=exc.mistake, message=exc.message))
-    result["changed"] = False
-    if observed is not None:
-        result["observed_runtimes"] = observed
-        result["report"] = merge_report(result, observed)
-    if params["dest"]:
-        result.update(write_text(module, params["dest"], result["report"],
-                                 mode=params["mode"], backup=params["backup"]))
+    except (ObservationError, LabFileError) as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -159,9 +159,9 @@ gpu_model:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible.module_utils.gpu_sharing import PlanError, sharing_plan  # noqa: E402
 from ansible.module_utils.device_plugin_sharing import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
-from ansible.module_utils.lab_files import parse_mode, write_text  # noqa: E402
+from ansible.module_utils.gpu_sharing import PlanError, plan_report  # noqa: E402
+from ansible.module_utils.lab_files import LabFileError  # noqa: E402
 
 
 def main():
@@ -183,20 +183,10 @@ def main():
     )
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-    p = module.params
-    if p["dest"]:
-        parse_mode(module, p["mode"])
     try:
-        plans, table = sharing_plan(p["gpu_model"], p["gpus"], p["timeslicing_replicas"],
-                                    p["mps_replicas"], p["mig_devices"], p["mig_strategy"],
-                                    mig_profile_listing=p["mig_profile_listing"],
-                                    mig_placement_listing=p["mig_placement_listing"],
-                                    memory_total_mib=p["memory_total_mib"])
-    except PlanError as exc:
-        module.fail_json(msg=exc.message)
-    result = dict(changed=False, gpu_model=plans[0]["gpu_model"], plans=plans, table=table)
-    if p["dest"]:
-        result.update(write_text(module, p["dest"], table, mode=p["mode"], backup=True))
+        result = plan_report(module)
+    except (PlanError, LabFileError) as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -90,47 +90,8 @@ live:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, KubeError, client, parse_quantity  # noqa: E402
-
-
-def _scalar_same(want, have):
-    if want == have:
-        return True
-    if isinstance(want, bool) or isinstance(have, bool):
-        return False
-    if isinstance(want, (str, int, float)) and isinstance(have, (str, int, float)):
-        if str(want) == str(have):
-            return True
-        try:
-            return parse_quantity(want) == parse_quantity(have)
-        except ValueError:
-            return False
-    return False
-
-
-def differences(want, have, path=""):
-    """Paths where the manifest `want` is not matched by the live object `have`."""
-    if isinstance(want, dict):
-        if not want and not have:
-            return []
-        if not isinstance(have, dict):
-            return [path or "."]
-        found = []
-        for key, value in want.items():
-            found.extend(differences(value, have.get(key), "%s.%s" % (path, key) if path else key))
-        return found
-    if isinstance(want, list):
-        if not isinstance(have, list) or len(want) != len(have):
-            return [path]
-        if any(isinstance(item, dict) for item in want):
-            found = []
-            for index, (item, live) in enumerate(zip(want, have)):
-                found.extend(differences(item, live, "%s[%d]" % (path, index)))
-            return found
-        return [] if all(_scalar_same(a, b) for a, b in zip(want, have)) else [path]
-    if want is None:
-        return [] if have is None or have == {} or have == [] else [path]
-    return [] if _scalar_same(want, have) else [path]
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError  # noqa: E402
+from ansible.module_utils.manifest_compare import DriftError, drift  # noqa: E402
 
 
 def main():
@@ -139,43 +100,11 @@ def main():
                 namespace=dict(type="str", default="default"))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
-    docs = [d for d in p["definitions"] if d is not None]
-    for index, doc in enumerate(docs):
-        if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind") \
-                or not (doc.get("metadata") or {}).get("name"):
-            module.fail_json(msg="definitions[%d] is not a manifest with apiVersion, kind and "
-                             "metadata.name: %.200r" % (index, doc))
     try:
-        kube = client(p["kubeconfig"], p["context"])
-    except KubeconfigError as exc:
+        result = drift(p["kubeconfig"], p["context"], p["definitions"], p["namespace"])
+    except (DriftError, KubeconfigError) as exc:
         module.fail_json(msg=str(exc))
-    objects, live_objects, missing, differing, to_apply = [], [], [], [], []
-    for doc in docs:
-        meta = doc["metadata"]
-        entry = {"api_version": doc["apiVersion"], "kind": doc["kind"], "name": meta["name"]}
-        try:
-            plural, namespaced = kube.resource(doc["apiVersion"], doc["kind"])
-            namespace = (meta.get("namespace") or p["namespace"]) if namespaced else None
-            live = kube.get(kube.path(doc["apiVersion"], doc["kind"], meta["name"], namespace),
-                            missing_ok=True)
-        except KubeError as exc:
-            module.fail_json(msg="cannot read %s %s: %s" % (doc["kind"], meta["name"], exc))
-        entry["namespace"] = namespace
-        if live is None:
-            entry.update(state="missing", differences=[])
-            missing.append(doc)
-            to_apply.append(doc)
-        else:
-            found = differences({k: v for k, v in doc.items() if k not in ("apiVersion", "kind")},
-                                live)
-            entry.update(state="differs" if found else "same", differences=found[:20])
-            if found:
-                differing.append(doc)
-                to_apply.append(doc)
-        objects.append(entry)
-        live_objects.append(live)
-    module.exit_json(changed=False, objects=objects, missing=missing, differing=differing,
-                     to_apply=to_apply, live=live_objects)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

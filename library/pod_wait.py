@@ -119,34 +119,10 @@ kept_existing:
   type: bool
 """
 
-import os  # noqa: E402
-import time  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import write_text  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, KubeError, client, condition  # noqa: E402
-
-
-def describe(pod):
-    if pod is None:
-        return "the Pod does not exist"
-    status = pod.get("status") or {}
-    parts = ["phase %s" % status.get("phase")]
-    for cond in status.get("conditions") or []:
-        parts.append("%s=%s%s" % (cond.get("type"), cond.get("status"),
-                                  " (%s: %s)" % (cond.get("reason"), cond.get("message"))
-                                  if cond.get("reason") or cond.get("message") else ""))
-    return "; ".join(parts)
-
-
-def reached(pod, phase, cond):
-    if pod is None:
-        return False
-    if phase and (pod.get("status") or {}).get("phase") != phase:
-        return False
-    if cond and condition(pod, cond["type"]).get("status") != cond["status"]:
-        return False
-    return True
+from ansible.module_utils.lab_files import LabFileError  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError  # noqa: E402
+from ansible.module_utils.pod_state import PodWaitError, wait_pod  # noqa: E402
 
 
 def main():
@@ -166,54 +142,10 @@ def main():
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
                            required_one_of=[("phase", "condition")],
                            required_by={"record": "condition"})
-    p = module.params
     try:
-        kube = client(p["kubeconfig"], p["context"])
-    except KubeconfigError as exc:
+        result = wait_pod(module)
+    except (PodWaitError, LabFileError, KubeconfigError) as exc:
         module.fail_json(msg=str(exc))
-    path = "/api/v1/namespaces/%s/pods/%s" % (p["namespace"], p["name"])
-    kept = bool(p["record"]) and os.path.exists(p["record"]) and not p["overwrite"]
-    timeout = 0 if kept else p["wait_timeout"]
-    start = time.monotonic()
-    while True:
-        try:
-            pod = kube.get(path, missing_ok=True)
-        except KubeError as exc:
-            module.fail_json(msg="cannot read Pod %s/%s: %s" % (p["namespace"], p["name"], exc))
-        if kept or reached(pod, p["phase"], p["condition"]):
-            break
-        if module.check_mode and p["record"]:
-            # check mode changed nothing, so there is nothing to wait for: say what a real run
-            # would record instead of waiting for the effect of a change it did not make
-            module.exit_json(changed=True, phase=((pod or {}).get("status") or {}).get("phase"),
-                             waited=0, recorded="",
-                             msg="check mode: a real run waits up to %ss for %s=%s on Pod %s/%s "
-                                 "and records it in %s (now: %s)" % (
-                                     p["wait_timeout"], p["condition"]["type"],
-                                     p["condition"]["status"], p["namespace"], p["name"],
-                                     p["record"], describe(pod)))
-        if time.monotonic() - start >= timeout:
-            wanted = " and ".join(filter(None, [
-                "phase %s" % p["phase"] if p["phase"] else None,
-                "%s=%s" % (p["condition"]["type"], p["condition"]["status"]) if p["condition"] else None]))
-            module.fail_json(msg="Pod %s/%s: waited %ss for %s; last seen: %s"
-                             % (p["namespace"], p["name"], timeout, wanted, describe(pod)))
-        time.sleep(1)  # poll interval of a wait bounded by wait_timeout
-    status = (pod or {}).get("status") or {}
-    result = dict(changed=False, phase=status.get("phase"), conditions=status.get("conditions") or [],
-                  waited=round(time.monotonic() - start, 1))
-    if p["condition"]:
-        result["condition"] = condition(pod or {}, p["condition"]["type"])
-    if p["record"]:
-        text = "%s\n%s\n" % (result["condition"].get("reason") or "",
-                             result["condition"].get("message") or "")
-        result.update(write_text(module, p["record"], text, mode=p["mode"], backup=True,
-                                 force=p["overwrite"], parents=True))
-        result.pop("dest", None)
-        result["recorded"] = text
-        if result.get("kept_existing"):
-            with open(p["record"], "r", encoding="utf-8", errors="replace") as handle:
-                result["recorded"] = handle.read()
     module.exit_json(**result)
 
 

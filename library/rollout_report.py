@@ -143,12 +143,10 @@ kept_existing:
   type: bool
 """
 
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import write_text  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, KubeError, client  # noqa: E402
-from ansible.module_utils.rollout import rollout_report, snapshot, wait_settled  # noqa: E402
+from ansible.module_utils.lab_files import LabFileError  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError  # noqa: E402
+from ansible.module_utils.rollout import RolloutError, report_rollout  # noqa: E402
 
 
 def main():
@@ -166,42 +164,12 @@ def main():
         mode=dict(type="str", default="0644"),
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    p = module.params
     try:
-        kube = client(p["kubeconfig"], p["context"])
-    except KubeconfigError as exc:
+        result = report_rollout(module)
+    except RolloutError as exc:
+        module.fail_json(msg=str(exc), **exc.result)
+    except (LabFileError, KubeconfigError) as exc:
         module.fail_json(msg=str(exc))
-
-    def read():
-        return snapshot(kube, p["namespace"], p["name"])
-
-    def peek():
-        return snapshot(kube, p["namespace"], p["name"], with_pods=False)
-
-    recorded = bool(p["dest"]) and os.path.exists(p["dest"]) and not p["overwrite"]
-    timeout = 0 if recorded else p["wait_timeout"]
-    try:
-        snap, verdict, waited, state = wait_settled(read, timeout, settle=p["settle"],
-                                                    until_complete=p["wait_for"] == "complete",
-                                                    peek=peek)
-    except KubeError as exc:
-        module.fail_json(msg="cannot read DaemonSet %s/%s: %s" % (p["namespace"], p["name"], exc))
-    result = dict(verdict, changed=False, outcome=state, waited=round(waited, 1),
-                  report=rollout_report(verdict), pods=snap["pods"])
-    if state == "timeout" and p["fail_on_timeout"]:
-        module.fail_json(msg="DaemonSet %s/%s %s within %ss: desired %s, updated %s, ready %s, "
-                         "old-image pods %s%s"
-                         % (p["namespace"], p["name"],
-                            "did not complete" if p["wait_for"] == "complete"
-                            else "neither completed nor stalled",
-                            p["wait_timeout"], verdict["desired"], verdict["updated"],
-                            verdict["ready"], verdict["old_image_pods"],
-                            "; scheduler: " + verdict["blocker_message"]
-                            if verdict["blocker_message"] else ""),
-                         **result)
-    if p["dest"]:
-        result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],
-                                 backup=p["backup"], force=p["overwrite"]))
     module.exit_json(**result)
 
 

@@ -108,10 +108,8 @@ created_dirs:
   sample: [/root/gpuop/k8s]
 """
 
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import make_dirs, parse_mode, write_text  # noqa: E402
+from ansible.module_utils.lab_files import LabFileError, write_files  # noqa: E402
 
 
 def main():
@@ -130,29 +128,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    parse_mode(module, p["dir_mode"], "dir_mode")
-    for entry in p["files"]:   # every mode is checked before anything is written
-        parse_mode(module, entry["mode"], "%s: mode" % entry["path"])
-    created, results, diffs = [], [], []
-    for folder in p["dirs"]:
-        if not os.path.isdir(folder):
-            if module.check_mode:
-                created.append(folder)
-            else:
-                created.extend(make_dirs(module, folder, p["dir_mode"]))
-    for entry in p["files"]:
-        one = write_text(module, entry["path"], entry["content"], mode=entry["mode"],
-                         backup=entry["backup"], force=entry["force"], parents=True,
-                         dir_mode=p["dir_mode"])
-        created.extend(one.pop("created_dirs", []))
-        if "diff" in one:
-            diffs.append(one.pop("diff"))
-        one["path"] = one.pop("dest")
-        results.append(one)
-    result = dict(changed=bool(created) or any(r["changed"] for r in results), files=results,
-                  changed_files=[r["path"] for r in results if r["changed"]], created_dirs=created)
-    if diffs:
-        result["diff"] = diffs
+    try:
+        result = write_files(module, p["files"], p["dirs"], p["dir_mode"])
+    except LabFileError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

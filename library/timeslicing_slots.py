@@ -197,12 +197,10 @@ plugin_message:
   type: str
 """
 
-import math  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible.module_utils.lab_files import parse_mode, read_text, write_text  # noqa: E402
 from ansible.module_utils.device_plugin_sharing import (  # noqa: E402
-    HAS_YAML, YAML_IMPORT_ERROR, SlotsError, config_from_manifest, slot_table, slots_report)
+    HAS_YAML, YAML_IMPORT_ERROR, SlotsError, advertised_slots)
+from ansible.module_utils.lab_files import LabFileError  # noqa: E402
 
 
 def main():
@@ -226,26 +224,13 @@ def main():
     )
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-    p = module.params
-    if p["dest"]:
-        parse_mode(module, p["mode"])
     try:
-        text = p["config"]
-        if p["src"]:
-            manifest = read_text(module, p["src"], "src")
-            text = config_from_manifest(manifest, p["key"], source=p["src"])
-        vram = p["vram_per_gpu_gib"]
-        table = slot_table(text, p["physical_gpus"],
-                           int(vram) if math.isfinite(vram) and vram.is_integer() else vram,
-                           p["resource"], compute_capability=p["compute_capability"],
-                           memory_total_mib=p["memory_total_mib"])
+        result = advertised_slots(module)
     except SlotsError as exc:
         module.fail_json(msg=exc.message, mistake=exc.mistake, line=exc.line,
                          plugin_message=exc.plugin_message)
-    result = dict(table, changed=False, report=slots_report(table))
-    if p["dest"]:
-        result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],
-                                 backup=p["backup"]))
+    except LabFileError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -14,7 +14,9 @@ quotes the plugin's own message chain as its log would show it.
 
 import math
 import re
+
 from ansible.module_utils.lab_errors import LabError
+from ansible.module_utils.lab_files import parse_mode, read_text, write_text
 
 from ansible.module_utils.lab_yaml import HAS_YAML, YAML_IMPORT_ERROR, yaml  # noqa: F401 (re-exported)
 
@@ -601,3 +603,25 @@ SLOT_KEYS = ["PHYSICAL_GPUS", "REPLICAS", "ADVERTISED", "VRAM_PER_GPU_GIB",
 
 def slots_report(table):
     return "".join("%s=%s\n" % (key, table[key.lower()]) for key in SLOT_KEYS)
+
+
+def advertised_slots(module):
+    """timeslicing_slots: the slot table for the config of module.params (src's ConfigMap or
+    config), written to dest as the seven-line report. The module's result. Raises SlotsError
+    (the config) or LabFileError (src, dest, mode) - nothing is written before either."""
+    p = module.params
+    if p["dest"]:
+        parse_mode(p["mode"])
+    text = p["config"]
+    if p["src"]:
+        text = config_from_manifest(read_text(p["src"], "src"), p["key"], source=p["src"])
+    vram = p["vram_per_gpu_gib"]
+    table = slot_table(text, p["physical_gpus"],
+                       int(vram) if math.isfinite(vram) and vram.is_integer() else vram,
+                       p["resource"], compute_capability=p["compute_capability"],
+                       memory_total_mib=p["memory_total_mib"])
+    result = dict(table, changed=False, report=slots_report(table))
+    if p["dest"]:
+        result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],
+                                 backup=p["backup"], raise_errors=True))
+    return result

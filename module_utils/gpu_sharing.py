@@ -39,8 +39,9 @@ import itertools
 import re
 
 from ansible.module_utils import device_plugin_sharing as ts
-from ansible.module_utils.mig_listing import ListingError, parse_lgip, parse_lgipp, slices_of
 from ansible.module_utils.lab_errors import LabError
+from ansible.module_utils.lab_files import parse_mode, write_text
+from ansible.module_utils.mig_listing import ListingError, parse_lgip, parse_lgipp, slices_of
 
 ENGINES = ("dec", "enc", "jpeg", "ofa", "ce")
 ENGINE_NAMES = {"dec": "decoder (DEC)", "enc": "encoder (ENC)", "jpeg": "JPEG decoder",
@@ -772,3 +773,22 @@ def table(name, gpus, plans, spec=None):
     for plan in plans:
         lines.append("- %s memory: %s" % (plan["strategy"], plan["memory_source"]))
     return "\n".join(lines) + "\n"
+
+
+def plan_report(module):
+    """gpu_sharing_plan: the plans of module.params and their Markdown table, written to dest
+    (a backup kept when it changes). The module's result. Raises PlanError or LabFileError -
+    nothing is written before either."""
+    p = module.params
+    if p["dest"]:
+        parse_mode(p["mode"])
+    plans, markdown = sharing_plan(p["gpu_model"], p["gpus"], p["timeslicing_replicas"],
+                                   p["mps_replicas"], p["mig_devices"], p["mig_strategy"],
+                                   mig_profile_listing=p["mig_profile_listing"],
+                                   mig_placement_listing=p["mig_placement_listing"],
+                                   memory_total_mib=p["memory_total_mib"])
+    result = dict(changed=False, gpu_model=plans[0]["gpu_model"], plans=plans, table=markdown)
+    if p["dest"]:
+        result.update(write_text(module, p["dest"], markdown, mode=p["mode"], backup=True,
+                                 raise_errors=True))
+    return result

@@ -7,10 +7,22 @@ DaemonSet's status and the Pods' own specs; the blocker comes from the
 scheduler's message on the Pod that cannot be placed - nothing is assumed.
 """
 
+import os
 import re
 import time
 
-from ansible.module_utils.lab_kube import condition
+from ansible.module_utils.lab_errors import LabError
+from ansible.module_utils.lab_files import write_text
+from ansible.module_utils.lab_kube import KubeError, client, condition
+
+class RolloutError(LabError):
+    """The DaemonSet cannot be read, or its rollout did not settle in time (``result``: what the
+    last read showed)."""
+
+    def __init__(self, message, **result):
+        super().__init__(message)
+        self.result = result
+
 
 REPORT_KEYS = ["DESIRED", "UPDATED", "READY", "OLD_IMAGE_PODS", "MAX_UNAVAILABLE", "BLOCKER"]
 
@@ -189,3 +201,43 @@ def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pa
 def rollout_report(verdict):
     values = dict(verdict)
     return "".join("%s=%s\n" % (key, values[key.lower()]) for key in REPORT_KEYS)
+
+
+def report_rollout(module):
+    """rollout_report: wait for the DaemonSet of module.params to settle (or complete), judge it,
+    write the report to dest (a recorded observation: kept unless overwrite). The module's result.
+    Raises RolloutError, LabFileError or KubeconfigError."""
+    p = module.params
+    kube = client(p["kubeconfig"], p["context"])
+
+    def read():
+        return snapshot(kube, p["namespace"], p["name"])
+
+    def peek():
+        return snapshot(kube, p["namespace"], p["name"], with_pods=False)
+
+    recorded = bool(p["dest"]) and os.path.exists(p["dest"]) and not p["overwrite"]
+    timeout = 0 if recorded else p["wait_timeout"]
+    try:
+        snap, verdict, waited, state = wait_settled(read, timeout, settle=p["settle"],
+                                                    until_complete=p["wait_for"] == "complete",
+                                                    peek=peek)
+    except KubeError as exc:
+        raise RolloutError("cannot read DaemonSet %s/%s: %s" % (p["namespace"], p["name"], exc))
+    result = dict(verdict, changed=False, outcome=state, waited=round(waited, 1),
+                  report=rollout_report(verdict), pods=snap["pods"])
+    if state == "timeout" and p["fail_on_timeout"]:
+        raise RolloutError("DaemonSet %s/%s %s within %ss: desired %s, updated %s, ready %s, "
+                           "old-image pods %s%s"
+                           % (p["namespace"], p["name"],
+                              "did not complete" if p["wait_for"] == "complete"
+                              else "neither completed nor stalled",
+                              p["wait_timeout"], verdict["desired"], verdict["updated"],
+                              verdict["ready"], verdict["old_image_pods"],
+                              "; scheduler: " + verdict["blocker_message"]
+                              if verdict["blocker_message"] else ""),
+                           **result)
+    if p["dest"]:
+        result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],
+                                 backup=p["backup"], force=p["overwrite"], raise_errors=True))
+    return result

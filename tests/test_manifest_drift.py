@@ -1,6 +1,6 @@
 """manifest_drift: what counts as a difference (its cluster reads are in tests/cluster/)."""
 import manifest_drift
-from manifest_drift import differences
+from ansible.module_utils.manifest_compare import differences
 
 LIVE_DS = {
     "metadata": {"name": "t", "namespace": "gpu-operator", "uid": "1", "generation": 2,

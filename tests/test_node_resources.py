@@ -1,5 +1,6 @@
 """node_resources: input validation (its cluster behaviour is in Molecule's step6)."""
 import node_resources
+from ansible.module_utils import node_status
 
 
 def test_non_integer_extended_resource_is_refused(module_runner, tmp_path):
@@ -22,9 +23,9 @@ def test_unreadable_kubeconfig_is_reported(module_runner, tmp_path):
 
 
 def test_quantities_compare_by_value():
-    assert node_resources.same_amount("32Gi", "34359738368")
-    assert not node_resources.same_amount("4", "20")
-    assert not node_resources.same_amount(None, "4")
+    assert node_status.same_amount("32Gi", "34359738368")
+    assert not node_status.same_amount("4", "20")
+    assert not node_status.same_amount(None, "4")
 
 
 def test_create_needs_a_template_that_is_a_node(module_runner, tmp_path):
@@ -44,7 +45,7 @@ def test_create_needs_a_template_that_is_a_node(module_runner, tmp_path):
 
 def test_node_body_names_the_node_and_carries_the_amounts():
     template = {"metadata": {"labels": {"type": "kwok"}}, "status": {"capacity": {"cpu": "1"}}}
-    body = node_resources.node_body(template, "n-3", {"cpu": "8", "pods": "110"}, ["capacity", "allocatable"])
+    body = node_status.node_body(template, "n-3", {"cpu": "8", "pods": "110"}, ["capacity", "allocatable"])
     assert body["kind"] == "Node" and body["metadata"]["name"] == "n-3"
     assert body["metadata"]["labels"] == {"type": "kwok", "kubernetes.io/hostname": "n-3"}
     assert body["status"]["capacity"] == {"cpu": "8", "pods": "110"}
@@ -104,14 +105,14 @@ def test_wait_ready_lists_once_then_follows_the_watch():
                      [("MODIFIED", node("b", True, "11")), ("BOOKMARK", {"metadata": {"resourceVersion": "12"}})],
                      [("MODIFIED", node("a", True, "13")), ("MODIFIED", node("c", False, "14"))]])
     existing = {}
-    pending, _ = node_resources.wait_ready(kube, ["a", "b"], existing, 30)
+    pending, _ = node_status.wait_ready(kube, ["a", "b"], existing, 30)
     assert pending == [] and kube.lists == 2 and kube.versions == ["1", "2", "12"]
-    assert node_resources.is_ready(existing["a"])
+    assert node_status.is_ready(existing["a"])
 
 
 def test_wait_ready_gives_up_at_the_timeout_naming_the_rest():
     ticks = iter(range(0, 100, 7))
     kube = FakeKube([node("a", False), node("b", False)],
                     [[("MODIFIED", node("b", True, "3"))]] + [[] for _ in range(20)])
-    pending, waited = node_resources.wait_ready(kube, ["a", "b"], {}, 30, clock=lambda: next(ticks))
+    pending, waited = node_status.wait_ready(kube, ["a", "b"], {}, 30, clock=lambda: next(ticks))
     assert pending == ["a"] and waited >= 30

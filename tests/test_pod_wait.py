@@ -1,5 +1,6 @@
 """pod_wait: input rules and what a timeout says (its waits on a real Pod are in tests/cluster/)."""
 import pod_wait
+from ansible.module_utils import pod_state
 
 
 def test_needs_a_phase_or_a_condition(module_runner, tmp_path):
@@ -17,14 +18,14 @@ def test_what_the_pod_showed_is_described():
     pod = {"status": {"phase": "Pending", "conditions": [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
          "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}}
-    assert pod_wait.describe(pod) == ("phase Pending; PodScheduled=False (Unschedulable: 0/3 nodes "
+    assert pod_state.describe(pod) == ("phase Pending; PodScheduled=False (Unschedulable: 0/3 nodes "
                                       "are available: 3 Insufficient nvidia.com/gpu.)")
-    assert pod_wait.describe(None) == "the Pod does not exist"
+    assert pod_state.describe(None) == "the Pod does not exist"
 
 
 def test_reached():
     pod = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
-    assert pod_wait.reached(pod, "Running", None)
-    assert pod_wait.reached(pod, None, {"type": "Ready", "status": "True"})
-    assert not pod_wait.reached(pod, "Running", {"type": "PodScheduled", "status": "False"})
-    assert not pod_wait.reached(None, "Running", None)
+    assert pod_state.reached(pod, "Running", None)
+    assert pod_state.reached(pod, None, {"type": "Ready", "status": "True"})
+    assert not pod_state.reached(pod, "Running", {"type": "PodScheduled", "status": "False"})
+    assert not pod_state.reached(None, "Running", None)
