@@ -88,8 +88,9 @@ $(ORACLE24): toolchain/containerd24/go.mod toolchain/containerd24/go.sum
 	mv -f $@.tmp $@
 	$@ --version
 
-# The collection gpu_incident.lab, built from the same sources the lab runs (tools/build_collection.py
-# stages it under build/, ansible-galaxy packs it with its MANIFEST.json).
+# The collection gpu_incident.lab, built from the same sources the lab runs: tools/build_collection.py
+# stages what collection/ships.yml lists (and what that imports) under build/, ansible-galaxy packs
+# it with its MANIFEST.json.
 COLLECTION_STAGE := build/ansible_collections/gpu_incident/lab
 collection: venv
 	rm -rf $(COLLECTION_STAGE) dist
