@@ -44,9 +44,8 @@ options:
   real_node:
     description:
       - The real node of the lab (C(lab-node-1)), for O(drill=reboot) - the fix after the real
-        reboot - C("") when the lab has none.
+        reboot - empty or omitted when the lab has none.
     type: str
-    default: ""
   real_node_crictl:
     description: The command that runs C(crictl) on the real node (the lab's wrapper), for O(drill=reboot).
     type: path
@@ -64,58 +63,89 @@ options:
     description: Where the caller writes RV(junit); only named in RV(text).
     type: path
   kubeconfig:
-    description: kubeconfig of the lab cluster (steps 5-8).
+    description: kubeconfig of the lab cluster (steps 5-8 and the drills).
     type: path
   context:
     description: Context in the kubeconfig.
     type: str
-  observed_runtimes:
-    description: The incident-day observation that LOADED_RUNTIMES must show.
-    type: list
-    elements: str
-    default: [runc]
-  containerd_version:
-    description: containerd whose merge semantics judge the configs.
-    type: str
-    default: "1.7"
-  physical_gpus:
-    description: GPUs of the time-sliced node.
-    type: int
-    default: 4
-  vram_per_gpu_gib:
-    description: Memory per GPU in GiB.
-    type: float
-    default: 40
-  nodes:
-    description: The lab's node names; default every node labelled C(gpu-incident-lab/node=true).
-    type: list
-    elements: str
-  replicas:
-    description: The time-slicing replicas the lab uses (lab_timeslicing_replicas).
-    type: int
-    default: 5
   guide:
     description: The trainee guide (docs/steps.md); a failing step points at its section.
     type: path
-  gpu_node:
-    description: The node step 6 advertises GPUs on.
+  observed_runtimes:
+    description:
+      - The incident-day observation that LOADED_RUNTIMES must show (step 3) - the lab's
+        C(lab_observed_runtimes).
+      - Like every option below, a lab setting with no default here - C(lab_grade_settings)
+        in the lab's C(inventory/group_vars/all/lab.yml) gives them all. A step whose
+        settings are not given fails with a reason naming them.
+    type: list
+    elements: str
+  containerd_version:
+    description: containerd whose merge semantics judge the configs (steps 2 and 3) - C(lab_containerd_version).
     type: str
-    default: lab-node-0
-  gpu_amount:
-    description: The amount it advertises.
-    type: str
-    default: "4"
+  nvidia_dropin:
+    description:
+      - The toolkit's drop-in step 2 expects - C(name), its file name in C(conf.d), and
+        C(runtimes), name -> C(runtime_type) and C(options) - the lab's C(lab_nvidia_dropin).
+    type: dict
+  physical_gpus:
+    description: GPUs of the time-sliced node (step 7) - C(lab_physical_gpus).
+    type: int
+  vram_per_gpu_gib:
+    description: Memory per GPU in GiB (step 7) - C(lab_vram_per_gpu_gib).
+    type: float
+  replicas:
+    description: The time-slicing replicas the lab uses (step 7) - C(lab_timeslicing_replicas).
+    type: int
   timeslicing_node:
     description: The node step 7 time-slices.
     type: str
-    default: lab-node-1
-attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: none
+  gpu_node:
+    description: The node step 6 advertises GPUs on.
+    type: str
+  gpu_amount:
+    description: The amount it advertises (step 6) - C(lab_gpu_amount).
+    type: str
+  nodes:
+    description: The lab's node names, every one of which node-gpu.txt lists (step 6).
+    type: list
+    elements: str
+  rollout:
+    description:
+      - What step 8 deploys - the C(rollout_stall) role's values, without the
+        C(rollout_stall_) prefix. The lab reads them from the role's defaults, so the
+        grader expects what the role deploys.
+    type: dict
+    suboptions:
+      namespace:
+        description: Namespace of the DaemonSet.
+        type: str
+        required: true
+      name:
+        description: Name of the DaemonSet.
+        type: str
+        required: true
+      max_unavailable:
+        description: Its C(rollingUpdate.maxUnavailable).
+        type: raw
+        required: true
+      initial_image:
+        description: Image of the initial spec (toolkit-ds.yaml).
+        type: str
+        required: true
+      initial_memory:
+        description: Memory request of the initial spec.
+        type: str
+        required: true
+      update_image:
+        description: Image of the update pushed once every Pod is Ready.
+        type: str
+        required: true
+      update_memory:
+        description: Memory request of the update (more than any node has).
+        type: str
+        required: true
+extends_documentation_fragment: [lab_attributes.read_only]
 """
 
 EXAMPLES = r"""
@@ -157,100 +187,54 @@ junit:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible.module_utils.lab_grader import (  # noqa: E402
-    HAS_YAML, YAML_IMPORT_ERROR, Grader, junit_xml, report_text)
+from ansible.module_utils.lab_errors import LabError  # noqa: E402
+from ansible.module_utils.lab_grader import HAS_YAML, YAML_IMPORT_ERROR, grade_lab  # noqa: E402
+
+ARGUMENT_SPEC = dict(
+    lab_root=dict(type="path", required=True),
+    steps=dict(type="raw"),
+    drill=dict(type="str"),
+    real_node=dict(type="str"),
+    real_node_crictl=dict(type="path", default="crictl"),
+    drill_state_file=dict(type="path"),
+    node_facts_file=dict(type="path"),
+    report_path=dict(type="path"),
+    junit_path=dict(type="path"),
+    kubeconfig=dict(type="path"),
+    context=dict(type="str"),
+    guide=dict(type="path"),
+    # the lab's settings the checks compare against: no defaults here (lab_grade_settings)
+    observed_runtimes=dict(type="list", elements="str"),
+    containerd_version=dict(type="str"),
+    nvidia_dropin=dict(type="dict"),
+    physical_gpus=dict(type="int"),
+    vram_per_gpu_gib=dict(type="float"),
+    replicas=dict(type="int"),
+    timeslicing_node=dict(type="str"),
+    gpu_node=dict(type="str"),
+    gpu_amount=dict(type="str"),
+    nodes=dict(type="list", elements="str"),
+    rollout=dict(type="dict", options=dict(
+        namespace=dict(type="str", required=True),
+        name=dict(type="str", required=True),
+        max_unavailable=dict(type="raw", required=True),
+        initial_image=dict(type="str", required=True),
+        initial_memory=dict(type="str", required=True),
+        update_image=dict(type="str", required=True),
+        update_memory=dict(type="str", required=True),
+    )),
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            lab_root=dict(type="path", required=True),
-            steps=dict(type="raw"),
-            drill=dict(type="str"),
-            drill_state_file=dict(type="path"),
-            node_facts_file=dict(type="path"),
-            report_path=dict(type="path"),
-            junit_path=dict(type="path"),
-            kubeconfig=dict(type="path"),
-            context=dict(type="str"),
-            observed_runtimes=dict(type="list", elements="str", default=["runc"]),
-            containerd_version=dict(type="str", default="1.7"),
-            physical_gpus=dict(type="int", default=4),
-            vram_per_gpu_gib=dict(type="float", default=40),
-            nodes=dict(type="list", elements="str"),
-            replicas=dict(type="int", default=5),
-            guide=dict(type="path"),
-            gpu_node=dict(type="str", default="lab-node-0"),
-            gpu_amount=dict(type="str", default="4"),
-            timeslicing_node=dict(type="str", default="lab-node-1"),
-            real_node=dict(type="str", default=""),
-            real_node_crictl=dict(type="path", default="crictl"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-    p = module.params
-    steps, problem = parse_steps(p["steps"], default=[] if p["drill"] else list(range(1, 9)))
-    if problem:
-        module.fail_json(msg=problem)
-    if not steps and not p["drill"]:
-        module.fail_json(msg="nothing to grade: steps is empty; give step numbers 1-8 (e.g. "
-                             "grade_steps=1,2) or leave them out for all eight")
-    vram = p["vram_per_gpu_gib"]
-    grader = Grader(p["lab_root"], p["kubeconfig"], p["context"],
-                    observed_runtimes=p["observed_runtimes"],
-                    containerd_version=p["containerd_version"],
-                    physical_gpus=p["physical_gpus"],
-                    vram_per_gpu_gib=int(vram) if vram.is_integer() else vram,
-                    nodes=p["nodes"], gpu_node=p["gpu_node"], gpu_amount=p["gpu_amount"],
-                    timeslicing_node=p["timeslicing_node"], replicas=p["replicas"])
-    results = grader.grade(steps)
-    if p["guide"]:
-        for step, res in results.items():
-            if not res["passed"]:
-                key = step if step.isdigit() else step.replace(" ", "-")
-                anchor = "step-" + key if step.isdigit() else "drills"
-                res["advice"].append("the guide's section: %s#%s (中文: %s#%s; in the terminal: "
-                                     "ansible-playbook playbooks/guide.yml -e step=%s)" % (
-                                         p["guide"], anchor,
-                                         p["guide"].replace("steps.md", "steps.zh-CN.md"), anchor,
-                                         key if step.isdigit() else "drills"))
-    if p["drill"] == "reboot":
-        results["drill reboot"] = grader.reboot_fix(p["real_node"], p["real_node_crictl"]).as_dict()
-    elif p["drill"]:
-        if not p["drill_state_file"]:
-            module.fail_json(msg="drill needs drill_state_file (where playbooks/drill.yml records "
-                                 "the drill in place)")
-        results["drill " + p["drill"]] = grader.drill(p["drill"], p["drill_state_file"],
-                                                      p["node_facts_file"]).as_dict()
-    failed = [k for k, v in results.items() if not v["passed"]]
-    module.exit_json(changed=False, steps=results, passed=not failed,
-                     failed_steps=[int(k) if k.isdigit() else k for k in failed],
-                     text=report_text(results, p["report_path"], p["junit_path"]),
-                     junit=junit_xml(results))
-
-
-def parse_steps(value, default):
-    """Step numbers from a list or the text forms a user types: 3, 1,2, [1,2]; (steps, error)."""
-    if value is None or value == "":
-        return default, None
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        items = [value]
-    elif isinstance(value, str):
-        items = [v for v in value.strip().strip("[]").replace(" ", "").split(",") if v != ""]
-    else:
-        return None, "steps must be step numbers 1-8, got %r" % (value,)
-    steps = []
-    for item in items:
-        text = str(item).strip().strip("'\"")
-        if not text.isdigit() or not 1 <= int(text) <= 8:
-            return None, ("steps must be numbers 1-8 (as a list, or typed as 3, 1,2 or [1,2]); "
-                          "not: %r" % (item,))
-        steps.append(int(text))
-    return sorted(set(steps)), None
+    try:
+        result = grade_lab(module.params)
+    except LabError as exc:
+        module.fail_json(msg=exc.message)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":
