@@ -189,7 +189,7 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.containerd_loader import ConfigError  # noqa: E402
 from ansible.module_utils.containerd_merge_report import ObservationError, merge_check  # noqa: E402
-from ansible.module_utils.lab_files import LabFileError  # noqa: E402
+from ansible.module_utils.lab_files import REPORT_ARGS, LabFileError  # noqa: E402
 
 
 def main():
@@ -199,11 +199,9 @@ def main():
             containerd_version=dict(type="str", default="1.7"),
             observed_runtimes=dict(type="list", elements="str"),
             observed_dump=dict(type="str"),
-            dest=dict(type="path"),
-            backup=dict(type="bool", default=False),
-            mode=dict(type="str", default="0644"),
             working_dir=dict(type="path", default="/"),
             root=dict(type="path", default="/"),
+            **REPORT_ARGS
         ),
         mutually_exclusive=[("observed_runtimes", "observed_dump")],
         supports_check_mode=True,

@@ -184,13 +184,12 @@ waited:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, KubeError  # noqa: E402
+from ansible.module_utils.lab_kube import KubeconfigError, KubeError, kube_args  # noqa: E402
 from ansible.module_utils.node_status import NodeStatusError, shape_nodes  # noqa: E402
 
 
 def main():
-    argument_spec = dict(KUBE_ARGS)
-    argument_spec.update(
+    argument_spec = kube_args(
         names=dict(type="list", elements="str", required=True),
         resources=dict(type="dict", required=True),
         fields=dict(type="list", elements="str", choices=["capacity", "allocatable"],

@@ -121,13 +121,12 @@ kept_existing:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.lab_files import LabFileError  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError  # noqa: E402
+from ansible.module_utils.lab_kube import KubeconfigError, kube_args  # noqa: E402
 from ansible.module_utils.pod_state import PodWaitError, wait_pod  # noqa: E402
 
 
 def main():
-    spec = dict(KUBE_ARGS)
-    spec.update(
+    spec = kube_args(
         namespace=dict(type="str", required=True),
         name=dict(type="str", required=True),
         phase=dict(type="str", choices=["Pending", "Running", "Succeeded", "Failed", "Unknown"]),

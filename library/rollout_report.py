@@ -144,24 +144,21 @@ kept_existing:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import LabFileError  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError  # noqa: E402
+from ansible.module_utils.lab_files import REPORT_ARGS, LabFileError  # noqa: E402
+from ansible.module_utils.lab_kube import KubeconfigError, kube_args  # noqa: E402
 from ansible.module_utils.rollout import RolloutError, report_rollout  # noqa: E402
 
 
 def main():
-    spec = dict(KUBE_ARGS)
-    spec.update(
+    spec = kube_args(
         namespace=dict(type="str", required=True),
         name=dict(type="str", required=True),
         wait_timeout=dict(type="int", default=120),
         settle=dict(type="int", default=3),
         wait_for=dict(type="str", choices=["settled", "complete"], default="settled"),
         fail_on_timeout=dict(type="bool", default=True),
-        dest=dict(type="path"),
         overwrite=dict(type="bool", default=False),
-        backup=dict(type="bool", default=True),
-        mode=dict(type="str", default="0644"),
+        **dict(REPORT_ARGS, backup=dict(type="bool", default=True))  # a recorded observation
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     try:

@@ -200,7 +200,7 @@ plugin_message:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 from ansible.module_utils.device_plugin_sharing import (  # noqa: E402
     HAS_YAML, YAML_IMPORT_ERROR, SlotsError, advertised_slots)
-from ansible.module_utils.lab_files import LabFileError  # noqa: E402
+from ansible.module_utils.lab_files import REPORT_ARGS, LabFileError  # noqa: E402
 
 
 def main():
@@ -214,9 +214,7 @@ def main():
             resource=dict(type="str", default="nvidia.com/gpu"),
             compute_capability=dict(type="str", default="8.0"),
             memory_total_mib=dict(type="int"),
-            dest=dict(type="path"),
-            backup=dict(type="bool", default=False),
-            mode=dict(type="str", default="0644"),
+            **REPORT_ARGS
         ),
         required_one_of=[("src", "config")],
         mutually_exclusive=[("src", "config")],

@@ -234,9 +234,7 @@ MPS_SCOPE = ("a default per CUDA client process: the MPS control daemon gets "
 
 
 class PlanError(LabError):
-    def __init__(self, message):
-        self.message = message
-        super().__init__(message)
+    """A plan that cannot be made: an unknown card, a layout that does not fit, a bad count."""
 
 
 def _norm(name):

@@ -18,6 +18,14 @@ import tempfile
 from ansible.module_utils.lab_errors import LabError
 
 
+# the argument spec of the lab_files doc fragment: where a module writes its report
+REPORT_ARGS = dict(
+    dest=dict(type="path"),
+    backup=dict(type="bool", default=False),
+    mode=dict(type="str", default="0644"),
+)
+
+
 class LabFileError(LabError):
     """A file or folder that cannot be read or written, or a mode that is not a file mode."""
 

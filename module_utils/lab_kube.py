@@ -35,6 +35,14 @@ KUBE_ARGS = dict(
 )
 
 
+def kube_args(**options):
+    """The argument spec of a module that talks to the cluster: KUBE_ARGS (the lab_kube doc
+    fragment) and the module's own options."""
+    spec = dict(KUBE_ARGS)
+    spec.update(options)
+    return spec
+
+
 class KubeError(LabError):
     """An API call failed: status (int or None), reason and the server's message."""
 
@@ -203,6 +211,14 @@ class Kube(object):
         self._resources = {}
 
     # ------------------------------------------------------------------ wire
+    def _headers(self, accept="application/json"):
+        headers = {"Accept": accept, "User-Agent": "gpu-incident-lab"}
+        if self.conf.get("token"):
+            headers["Authorization"] = "Bearer " + self.conf["token"]
+        elif self.conf.get("basic"):
+            headers["Authorization"] = "Basic " + self.conf["basic"]
+        return headers
+
     def _connect(self):
         if self._scheme == "https":
             return http.client.HTTPSConnection(self._host, self._port or 443, timeout=self._timeout,
@@ -214,11 +230,7 @@ class Kube(object):
         url = self._prefix + path
         if params:
             url += "?" + urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
-        headers = {"Accept": "application/json", "User-Agent": "gpu-incident-lab"}
-        if self.conf["token"]:
-            headers["Authorization"] = "Bearer " + self.conf["token"]
-        elif self.conf["basic"]:
-            headers["Authorization"] = "Basic " + self.conf["basic"]
+        headers = self._headers()
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -253,6 +265,29 @@ class Kube(object):
             raise KubeError(response.status, response.reason, message)
         return decoded
 
+    def get_text(self, path, params=None):
+        """A plain-text GET (a Pod's log) on a connection of its own: the raw bytes, or
+        KubeError (status None: not reachable)."""
+        url = self._prefix + path
+        if params:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        conn = self._connect()
+        try:
+            conn.request("GET", url, headers=self._headers("*/*"))
+            response = conn.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise KubeError(None, "cannot reach the API server %s: %s" % (self.conf["server"], exc))
+        finally:
+            conn.close()
+        if response.status >= 400:
+            try:
+                message = json.loads(raw).get("message")
+            except (ValueError, AttributeError):
+                message = raw[:300].decode("utf-8", "replace")
+            raise KubeError(response.status, response.reason, message)
+        return raw
+
     def get(self, path, params=None, missing_ok=False):
         try:
             return self.request("GET", path, params=params)
@@ -286,11 +321,7 @@ class Kube(object):
         conn.timeout = seconds + 10
         params = {"watch": "1", "resourceVersion": version, "allowWatchBookmarks": "true",
                   "timeoutSeconds": str(max(1, int(seconds)))}
-        headers = {"Accept": "application/json", "User-Agent": "gpu-incident-lab"}
-        if self.conf["token"]:
-            headers["Authorization"] = "Bearer " + self.conf["token"]
-        elif self.conf["basic"]:
-            headers["Authorization"] = "Basic " + self.conf["basic"]
+        headers = self._headers()
         try:
             conn.request("GET", self._prefix + path + "?" + urllib.parse.urlencode(params), headers=headers)
             response = conn.getresponse()

@@ -46,9 +46,7 @@ LGIPP_FIX = ("give the text `nvidia-smi mig -lgipp` printed on the node, as prin
 
 
 class ListingError(LabError):
-    def __init__(self, message):
-        self.message = message
-        super().__init__(message)
+    """An nvidia-smi mig -lgip / -lgipp listing that cannot be read (names the line)."""
 
 
 def _cells(raw):
