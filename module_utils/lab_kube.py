@@ -52,8 +52,6 @@ class KubeError(LabError):
         super().__init__(text + ((": " + message) if message else ""))
 
 
-
-
 def _named(entries, name, what, path):
     if entries is not None and not isinstance(entries, list):
         raise KubeconfigError("kubeconfig %s: %ss must be a list of {name, %s} entries, found %s"
