@@ -14,8 +14,8 @@ matching text:
   `ansible_collections.gpu_incident.lab.plugins.module_utils.X` - only for the module_utils
   that ship; ansible's own (basic, common...) stay.
 - DOCUMENTATION / EXAMPLES / RETURN (ast finds the string, yaml.compose its nodes):
-  extends_documentation_fragment entries and EXAMPLES' task actions get the collection's
-  name, and M(module) references (ansible-doc's own markup pattern) too.
+  extends_documentation_fragment entries, seealso modules and EXAMPLES' task actions get the
+  collection's name, and M(module) references (ansible-doc's own markup pattern) too.
 - Role task files (yaml.compose): the action key of each task - a key of a task mapping that
   is a shipped module's name and not a task keyword - and module_defaults keys become
   gpu_incident.lab.<module>; `action:`/`local_action:` likewise. Only that token is replaced
@@ -290,16 +290,25 @@ class PythonRewriter:
         last = src.starts[names[-1].end[0] - 1] + names[-1].end[1]
         if node.module != MU:
             new = self._util_target(src, node.lineno, node.module[len(MU) + 1:])
-            if new:
-                src.replace(first, last, new)
+        else:
+            ours = [a.name for a in node.names if self._util_target(src, node.lineno, a.name)]
+            if ours and len(ours) != len(node.names):
+                raise BuildError(src.path, node.lineno, "`from %s import` mixes the project's (%s) "
+                                 "with ansible-core's module_utils - split it into two imports"
+                                 % (MU, ", ".join(ours)))
+            new = "%s.module_utils" % PKG if ours else None
+        if not new:
             return
-        ours = [a.name for a in node.names if self._util_target(src, node.lineno, a.name)]
-        if ours and len(ours) != len(node.names):
-            raise BuildError(src.path, node.lineno, "`from %s import` mixes the project's (%s) with "
-                             "ansible-core's module_utils - split it into two imports"
-                             % (MU, ", ".join(ours)))
-        if ours:
-            src.replace(first, last, "%s.module_utils" % PKG)
+        src.replace(first, last, new)
+        # names aligned under the opening parenthesis move with it (pep8 E128)
+        paren = src.text.find("(", last, src.starts[node.lineno] if node.lineno < len(src.starts) else None)
+        if paren < 0 or node.end_lineno == node.lineno:
+            return
+        column = paren - src.starts[node.lineno - 1] + 1
+        for lineno in range(node.lineno + 1, node.end_lineno + 1):
+            line = src.text[src.starts[lineno - 1]:src.starts[lineno]]
+            if len(line) - len(line.lstrip(" ")) == column:
+                src.replace(src.starts[lineno - 1], src.starts[lineno - 1], " " * (len(new) - (last - first)))
 
     def _doc_string(self, src, var, const):
         start = src.index(const.lineno, const.col_offset)
@@ -326,6 +335,12 @@ class PythonRewriter:
         edits = []
         if var == "DOCUMENTATION" and isinstance(root, yaml.MappingNode):
             for key, value in root.value:
+                if key.value == "seealso" and isinstance(value, yaml.SequenceNode):
+                    for item in value.value:   # - module: <name> (validate-modules wants FQCN)
+                        for skey, svalue in getattr(item, "value", []) if isinstance(item, yaml.MappingNode) else []:
+                            if skey.value == "module" and isinstance(svalue, yaml.ScalarNode) \
+                                    and svalue.value in self.modules:
+                                edits += scalar_edit(svalue, content, "%s.%s" % (FQ, svalue.value))
                 if key.value == "extends_documentation_fragment":
                     items = value.value if isinstance(value, yaml.SequenceNode) else [value]
                     for item in items:
@@ -449,9 +464,20 @@ def action_group_members(ships):
     for module in ships.modules:
         path = ROOT / "library" / (module + ".py")
         doc = None
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "DOCUMENTATION":
-                doc = yaml.safe_load(node.value.value)
+        try:
+            body = ast.parse(path.read_text(), filename=str(path)).body
+        except SyntaxError as exc:
+            raise BuildError(path, exc.lineno or 0, "not Python (%s) - fix the syntax" % exc.msg) from None
+        for node in body:
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "DOCUMENTATION" \
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                try:
+                    doc = yaml.safe_load(node.value.value)
+                except yaml.YAMLError as exc:
+                    mark = getattr(exc, "problem_mark", None)
+                    raise BuildError(path, node.value.lineno + (mark.line if mark else 0),
+                                     "DOCUMENTATION is not YAML (%s) - fix it (ansible-doc cannot read "
+                                     "it either)" % getattr(exc, "problem", exc)) from None
         if not isinstance(doc, dict):
             raise BuildError(path, 0, "no DOCUMENTATION mapping - every shipped module documents itself")
         extends = doc.get("extends_documentation_fragment") or []
