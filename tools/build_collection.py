@@ -34,6 +34,8 @@ import sys
 import tokenize
 
 import yaml
+from ansible.playbook.block import Block
+from ansible.playbook.handler import Handler
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHIPS = ROOT / "collection" / "ships.yml"
@@ -45,16 +47,8 @@ FOLLOW = ("module_utils", "doc_fragments")   # what ships because a shipped file
 DOC_VARS = ("DOCUMENTATION", "EXAMPLES", "RETURN")
 # ansible-doc's pattern for a module reference (ansible/cli/doc.py, DocCLI._MODULE)
 M_REF = re.compile(r"\bM\(([^)]+)\)")
-# keys of a task or block that are not its action (ansible.playbook.task.Task.fattributes,
-# block's own, handlers' listen, the with_<lookup> loops)
-TASK_KEYWORDS = frozenset((
-    "action", "any_errors_fatal", "args", "async", "become", "become_exe", "become_flags",
-    "become_method", "become_user", "changed_when", "check_mode", "collections", "connection",
-    "debugger", "delay", "delegate_facts", "delegate_to", "diff", "environment", "failed_when",
-    "ignore_errors", "ignore_unreachable", "local_action", "loop", "loop_control",
-    "module_defaults", "name", "no_log", "notify", "poll", "port", "register", "remote_user",
-    "retries", "run_once", "tags", "throttle", "timeout", "until", "vars", "when",
-    "block", "rescue", "always", "listen"))
+# keys of a task, handler or block that are not its action - ansible-core's own keyword lists
+TASK_KEYWORDS = frozenset(Handler.fattributes) | frozenset(Block.fattributes) | {"local_action"}
 NESTED_TASKS = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers")
 
 
@@ -413,7 +407,7 @@ def task_action_edits(root, modules, text):
                         if akey.value == "module" and isinstance(avalue, yaml.ScalarNode) \
                                 and avalue.value in modules:
                             scalar(avalue, "%s.%s" % (FQ, avalue.value))
-            elif name in modules and name not in TASK_KEYWORDS:
+            elif name in modules and name not in TASK_KEYWORDS and not name.startswith("with_"):
                 scalar(key, "%s.%s" % (FQ, name))
 
     walk_list(root)
