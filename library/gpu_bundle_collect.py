@@ -29,7 +29,7 @@ description:
   - Check mode reads the cluster and writes nothing.
 version_added: "1.2.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
-extends_documentation_fragment: [lab_kube]
+extends_documentation_fragment: [lab_kube, lab_attributes]
 options:
   dest:
     description: The bundle's folder (new, empty, or an earlier bundle to keep or, with O(force), replace).
@@ -85,12 +85,8 @@ options:
     type: dict
     default: {}
 attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
   diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
+    details: Says which bundle O(dest) held before and the files it holds after.
 """
 
 EXAMPLES = r"""
@@ -131,30 +127,10 @@ index:
   type: dict
 """
 
-import base64  # noqa: E402
-import binascii  # noqa: E402
-import re  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils import gpu_support_bundle as gsb  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS, KubeconfigError, client  # noqa: E402
-
-_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,252}[A-Za-z0-9])?$")
-
-
-def _check(p):
-    for ref in p["pods"]:
-        ns, sep, name = ref.partition("/")
-        if not sep or not _NAME.match(ns) or not _NAME.match(name):
-            raise gsb.BundleError("pods: %r is not NAMESPACE/NAME (e.g. gpu-drill/cuda-drill)" % (ref,))
-    for name, result in p["nodes"].items():
-        if not _NAME.match(name):
-            raise gsb.BundleError("nodes: %r is not a node name" % (name,))
-        if not isinstance(result, dict) or not (("files" in result and "index" in result) or "msg" in result):
-            raise gsb.BundleError("nodes[%s]: give what gpu_bundle_node returned there (files and index), "
-                                  "or msg when its collection failed" % name)
-    for selector in p["stack_selectors"]:
-        gsb.parse_selector(selector)
+from ansible.module_utils.lab_errors import LabError  # noqa: E402
+from ansible.module_utils.lab_kube import KUBE_ARGS  # noqa: E402
 
 
 def main():
@@ -174,57 +150,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    dest = p["dest"]
     try:
-        _check(p)
-        earlier = gsb.existing(dest)
-    except gsb.BundleError as exc:
+        result = gsb.collect_bundle(module.params, module.check_mode)
+    except LabError as exc:   # BundleError, KubeError, KubeconfigError
         module.fail_json(msg=str(exc))
-    if earlier is not None and not p["force"]:
-        files = sorted(earlier.get("files") or {})
-        module.exit_json(changed=False, kept=True, dest=dest, files=[f for f in files if
-                                                                     earlier["files"][f].get("status") == "collected"],
-                         missing=[], msg="%s already holds a support bundle (collected %s): kept as it is; "
-                         "give another dest, or force (-e force=true) to replace it"
-                         % (dest, earlier.get("collected_at", "at an unknown time")))
-    try:
-        kube = client(p["kubeconfig"], p["context"])
-    except KubeconfigError as exc:
-        module.fail_json(msg=str(exc))
-
-    files, index, red = {}, {}, gsb.Redactions()
-    gsb.collect_cluster(kube, p, files, index, red)
-    for node, result in sorted(p["nodes"].items()):
-        if "msg" in result and "files" not in result:
-            index["nodes/%s/" % node] = {"status": "failed", "reason": "the node side failed: %s" % result["msg"]}
-            continue
-        for name, entry in (result.get("index") or {}).items():
-            index["nodes/%s/%s" % (node, name)] = entry
-        for name, data in (result.get("files") or {}).items():
-            if "/" in name or name.startswith("."):
-                module.fail_json(msg="nodes[%s].files: %r is not a file name" % (node, name))
-            try:
-                files["nodes/%s/%s" % (node, name)] = base64.b64decode(data, validate=True)
-            except (binascii.Error, TypeError, ValueError):
-                module.fail_json(msg="nodes[%s].files[%s] is not base64 (give what gpu_bundle_node returned)"
-                                 % (node, name))
-    doc = {"format": gsb.FORMAT, "version": gsb.FORMAT_VERSION, "collected_at": gsb.now(),
-           "collector": "gpu_bundle_collect (gpu-incident-lab)", "server": kube.conf["server"],
-           "context": p["context"], "nodes": sorted(p["nodes"]),
-           "files": dict(sorted(index.items())), "redactions": red.as_dict()}
-    files[gsb.INDEX] = gsb.dumps(doc)
-    missing = [dict(file=rel, status=e.get("status"), reason=e.get("reason", ""))
-               for rel, e in sorted(index.items()) if e.get("status") != "collected"]
-    names = sorted(files)
-    diff = {"before": {"path": dest, "bundle": (earlier or {}).get("collected_at", "none")},
-            "after": {"path": dest, "files": names}}
-    if not module.check_mode:
-        try:
-            gsb.write(dest, files)
-        except (OSError, gsb.BundleError) as exc:
-            module.fail_json(msg="cannot write the bundle to %s: %s" % (dest, getattr(exc, "strerror", None) or exc))
-    module.exit_json(changed=True, kept=False, dest=dest, files=names, missing=missing, index=doc, diff=diff)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -24,15 +24,8 @@ description:
     its files make the next start load.
 version_added: "1.2.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [nvidia_smi, lab_attributes.read_only]
 options:
-  nvidia_smi:
-    description: The nvidia-smi command (name or path).
-    type: str
-    default: nvidia-smi
-  driver_root:
-    description: The GPU Operator's driver root, searched when nvidia-smi is not on PATH (empty - PATH only).
-    type: str
-    default: /run/nvidia/driver
   crictl:
     description: The crictl command.
     type: str
@@ -81,13 +74,6 @@ options:
     description: Seconds each command may take.
     type: int
     default: 60
-attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: none
 """
 
 EXAMPLES = r"""
@@ -114,17 +100,15 @@ index:
   type: dict
 """
 
-import base64  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
 from ansible.module_utils import gpu_support_bundle as gsb  # noqa: E402
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            driver_root=dict(type="str", default="/run/nvidia/driver"),
+            NVIDIA_SMI_ARGS,
             crictl=dict(type="str", default="crictl"),
             crictl_endpoint=dict(type="str", default=""),
             containerd=dict(type="str", default="containerd"),
@@ -140,9 +124,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    found = gsb.collect_node(module.params)
-    module.exit_json(changed=False, index=found["index"],
-                     files={k: base64.b64encode(v).decode("ascii") for k, v in found["files"].items()})
+    module.exit_json(**gsb.node_result(module.params))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ description:
   - Only reads. With O(dest) writes the report as Markdown, kept once written.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [lab_attributes]
 options:
   kubeconfig:
     description:
@@ -97,12 +98,8 @@ options:
     description: Write the report (Markdown) here; an existing report is kept as it is.
     type: path
 attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
   diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: full
+    details: Shows the report written to O(dest).
 notes:
   - Talks to the API server from the host the task runs on - usually the controller.
 """
@@ -173,55 +170,8 @@ report:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.gpu_diagnosis.layers import Diagnosis, markdown  # noqa: E402
-from ansible.module_utils.gpu_diagnosis.sources import LiveSource, open_bundle  # noqa: E402
-from ansible.module_utils.lab_files import write_text  # noqa: E402
+from ansible.module_utils.gpu_diagnosis.diagnose import diagnose  # noqa: E402
 from ansible.module_utils.lab_errors import LabError  # noqa: E402
-from ansible.module_utils.lab_kube import client  # noqa: E402
-
-FACT_TYPES = {"driver_ok": bool, "driver_version": str, "driver_error": str, "nvidia_smi": str,
-              "gpus": list, "runtimes_running": list, "runtimes_loaded": list,
-              "runtimes_configured": list, "restart_pending": bool, "default_runtime": str,
-              "default_runtime_configured": str, "cdi_enabled": bool, "cdi_spec_dirs": list,
-              "cri_error": str, "containerd_errors": list, "kernel_xid": list,
-              "fabric_manager": str, "device_plugin_sockets": list, "device_plugin_socket": bool,
-              "mig_lgip": str, "mig_lgipp": str, "runtime_binaries": dict}
-STRING_LISTS = ("runtimes_running", "runtimes_loaded", "runtimes_configured", "cdi_spec_dirs",
-                "containerd_errors", "kernel_xid", "device_plugin_sockets")
-TYPE_NAMES = {bool: "boolean", str: "string", list: "list", dict: "mapping"}
-
-
-def check_facts(facts):
-    """None, or the message that says what is wrong with node_facts."""
-    for node, entry in (facts or {}).items():
-        if not isinstance(entry, dict):
-            return ("node_facts[%s] must be a mapping (driver_ok, driver_version, runtimes_running, "
-                    "device_plugin_sockets, ...), got %s" % (node, type(entry).__name__))
-        for key, value in entry.items():
-            if key not in FACT_TYPES:
-                return "node_facts[%s]: unknown key %r; known: %s" % (node, key, ", ".join(FACT_TYPES))
-            if value is None:
-                continue
-            if key == "driver_version" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                continue
-            if not isinstance(value, FACT_TYPES[key]):
-                return "node_facts[%s].%s must be a %s, got %r" % (
-                    node, key, TYPE_NAMES[FACT_TYPES[key]], value)
-            if key in STRING_LISTS and not all(isinstance(v, str) for v in value):
-                return "node_facts[%s].%s must list strings (names or lines)" % (node, key)
-            if key == "gpus" and not all(isinstance(g, dict) for g in value):
-                return ("node_facts[%s].gpus must list mappings (index, name, uuid, "
-                        "driver_version, memory_total_mib)" % node)
-    return None
-
-
-def clean_facts(facts):
-    """node_facts without the None values (a key present only when it could be read)."""
-    out = {}
-    for node, entry in (facts or {}).items():
-        out[node] = {k: (str(v) if k == "driver_version" else v)
-                     for k, v in entry.items() if v is not None}
-    return out
 
 
 def main():
@@ -242,28 +192,10 @@ def main():
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
                            required_one_of=[("pod", "node"), ("kubeconfig", "bundle")],
                            mutually_exclusive=[("kubeconfig", "bundle")])
-    p = module.params
-    if p["pod"] and "/" not in p["pod"] and not p["namespace"]:
-        module.fail_json(msg="pod %s: give its namespace (namespace: NS) or write it as NS/NAME"
-                         % p["pod"])
-    problem = check_facts(p["node_facts"])
-    if problem:
-        module.fail_json(msg=problem)
-    facts = clean_facts(p["node_facts"])
     try:
-        if p["bundle"]:
-            source = open_bundle(p["bundle"], facts)
-        else:
-            source = LiveSource(client(p["kubeconfig"], p["context"]), facts)
-        diagnosis = Diagnosis(source, p["resource"], p["device_plugin_namespace"],
-                              p["device_plugin_selector"], p["driver_label"])
-        result = diagnosis.run(p["namespace"], p["pod"], p["node"])
+        result = diagnose(module)
     except LabError as exc:   # DiagnoseError, KubeError, KubeconfigError
         module.fail_json(msg=str(exc))
-    result["report"] = markdown(result, p["resource"])
-    result["changed"] = False
-    if p["dest"]:
-        result.update(write_text(module, p["dest"], result["report"], force=False))
     module.exit_json(**result)
 
 

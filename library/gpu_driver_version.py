@@ -21,28 +21,12 @@ description:
   - Only reads; works the same in check mode.
 version_added: "1.2.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [nvidia_smi, lab_attributes.read_only]
 options:
-  nvidia_smi:
-    description: The nvidia-smi command (a name to look up, or a path used as given).
-    type: str
-    default: nvidia-smi
-  driver_root:
-    description:
-      - Where a containerized driver lives (the GPU Operator's C(/run/nvidia/driver)); searched
-        when O(nvidia_smi) is a name not on PATH. Empty to search PATH only.
-    type: str
-    default: /run/nvidia/driver
   timeout:
     description: Seconds nvidia-smi may take (a hung driver is C(inconclusive), not C(failed)).
     type: int
     default: 30
-attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: none
 """
 
 EXAMPLES = r"""
@@ -87,13 +71,13 @@ reason:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils import nvidia_smi  # noqa: E402
+from ansible.module_utils.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            driver_root=dict(type="str", default=nvidia_smi.DRIVER_ROOT),
+            NVIDIA_SMI_ARGS,
             timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,

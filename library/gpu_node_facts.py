@@ -35,15 +35,8 @@ description:
   - Only reads.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
+extends_documentation_fragment: [nvidia_smi, lab_attributes.read_only]
 options:
-  nvidia_smi:
-    description: The nvidia-smi command (name on PATH or a path).
-    type: str
-    default: nvidia-smi
-  driver_root:
-    description: The GPU Operator's driver root - used (by chroot) when O(nvidia_smi) is not found.
-    type: path
-    default: /run/nvidia/driver
   crictl:
     description: The crictl command (name on PATH or a path).
     type: str
@@ -100,13 +93,6 @@ options:
     description: Seconds each command may take.
     type: int
     default: 20
-attributes:
-  check_mode:
-    description: Can run in check mode and report what would change without changing it.
-    support: full
-  diff_mode:
-    description: Returns details on what changed (or would change in check mode) with --diff.
-    support: none
 """
 
 EXAMPLES = r"""
@@ -146,164 +132,15 @@ checks:
   elements: dict
 """
 
-import glob  # noqa: E402
-import os  # noqa: E402
-import subprocess  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.gpu_diagnosis.artefacts import ArtefactError, facts_from_artefacts  # noqa: E402
-
-QUERY = ["--query-gpu=index,name,uuid,driver_version,memory.total", "--format=csv,noheader"]
-
-
-class Runner(object):
-    def __init__(self, module, timeout):
-        self.module = module
-        self.timeout = timeout
-        self.checks = []
-
-    def find(self, command):
-        if os.sep in command:
-            return command if os.access(command, os.X_OK) and os.path.isfile(command) else None
-        return self.module.get_bin_path(command)
-
-    def run(self, argv, shown=None):
-        """(rc, stdout, stderr), or None when the command is not installed."""
-        path = self.find(argv[0])
-        shown = shown or " ".join(argv)
-        if not path:
-            self.checks.append({"command": shown, "rc": None, "output": "not found"})
-            return None
-        try:
-            done = subprocess.run([path] + argv[1:], capture_output=True, timeout=self.timeout,
-                                  check=False)
-        except subprocess.TimeoutExpired:
-            self.checks.append({"command": shown, "rc": "timeout",
-                                "output": "no answer within %ss" % self.timeout})
-            return ("timeout", "", "%s gave no answer within %ss" % (shown, self.timeout))
-        except OSError as exc:
-            self.checks.append({"command": shown, "rc": None, "output": str(exc)})
-            return None
-        out = done.stdout.decode("utf-8", "replace")
-        err = done.stderr.decode("utf-8", "replace")
-        self.checks.append({"command": shown, "rc": done.returncode,
-                            "output": (out or err).strip().splitlines()[:3]})
-        return done.returncode, out, err
-
-
-def nvidia_smi_command(runner, p):
-    """The argv prefix that runs nvidia-smi here, or None when it is not installed."""
-    if runner.find(p["nvidia_smi"]):
-        return [p["nvidia_smi"]]
-    inside = os.path.join(p["driver_root"], "usr/bin/nvidia-smi")
-    if os.sep not in p["nvidia_smi"] and os.path.isfile(inside) and runner.find("chroot"):
-        return ["chroot", p["driver_root"], "nvidia-smi"]
-    runner.checks.append({"command": p["nvidia_smi"], "rc": None,
-                          "output": "not found (nor %s)" % inside})
-    return None
-
-
-def nvswitch_present():
-    return bool(glob.glob("/dev/nvidia-nvswitch*") or
-                glob.glob("/proc/driver/nvidia-nvswitch/devices/*"))
-
-
-def gather(module, p):
-    runner = Runner(module, p["timeout"])
-    files = {}
-    smi_rc = None
-    smi = nvidia_smi_command(runner, p)
-    if smi:
-        got = runner.run(smi + QUERY)
-        if got is not None:
-            rc, out, err = got
-            smi_rc = rc if rc != "timeout" else 1
-            files["nvidia-smi-query.csv"] = out if rc == 0 else (out + err) or "exit status %s" % rc
-            plain = runner.run(smi)
-            if plain is not None:
-                files["nvidia-smi.txt"] = plain[1] + plain[2]
-            if rc == 0:
-                for flag, name in (("-lgip", "mig-lgip.txt"), ("-lgipp", "mig-lgipp.txt")):
-                    mig = runner.run(smi + ["mig", flag])
-                    if mig is not None and mig[0] == 0:
-                        files[name] = mig[1]
-    crictl = runner.run([p["crictl"], "--runtime-endpoint", p["runtime_endpoint"], "info"])
-    if crictl is not None:
-        rc, out, err = crictl
-        files["crictl-info.json"] = out if rc == 0 else (err or out or "crictl info: exit %s" % rc)
-    dump_cmd = [p["containerd"]] + (["--config", p["containerd_config"]]
-                                    if p["containerd_config"] else []) + ["config", "dump"]
-    dump = runner.run(dump_cmd)
-    if dump is not None and dump[0] == 0:
-        files["containerd-config-dump.toml"] = dump[1]
-    if p["containerd_log"]:
-        try:
-            with open(p["containerd_log"], "rb") as handle:
-                handle.seek(0, 2)
-                handle.seek(max(0, handle.tell() - 1024 * 1024))
-                files["containerd.log"] = handle.read().decode("utf-8", "replace")
-            runner.checks.append({"command": "read %s" % p["containerd_log"], "rc": 0, "output": []})
-        except OSError as exc:
-            runner.checks.append({"command": "read %s" % p["containerd_log"], "rc": None,
-                                  "output": exc.strerror or str(exc)})
-    else:
-        journal = runner.run([p["journalctl"], "-u", "containerd", "-n", "200", "--no-pager"])
-        if journal is not None and journal[0] == 0:
-            files["containerd.log"] = journal[1]
-    if p["kernel_log"]:
-        try:
-            with open(p["kernel_log"], encoding="utf-8", errors="replace") as handle:
-                files["dmesg.txt"] = handle.read()
-        except OSError as exc:
-            runner.checks.append({"command": "read %s" % p["kernel_log"], "rc": None,
-                                  "output": exc.strerror or str(exc)})
-    else:
-        kernel = runner.run([p["dmesg"]])
-        if kernel is not None and kernel[0] == 0:
-            files["dmesg.txt"] = kernel[1]
-        else:
-            kernel = runner.run([p["journalctl"], "-k", "-n", "5000", "--no-pager"])
-            if kernel is not None and kernel[0] == 0:
-                files["dmesg.txt"] = kernel[1]
-    if p["fabric_manager"] == "always" or (p["fabric_manager"] == "auto" and nvswitch_present()):
-        state = runner.run([p["systemctl"], "show", "-p", "LoadState", "-p", "ActiveState",
-                            "nvidia-fabricmanager"])
-        if state is not None and state[0] == 0:
-            files["fabric-manager.txt"] = state[1]
-    if os.path.isdir(p["socket_dir"]):
-        try:
-            names = sorted(os.listdir(p["socket_dir"]))
-        except OSError as exc:
-            runner.checks.append({"command": "ls -1 %s" % p["socket_dir"], "rc": None,
-                                  "output": exc.strerror or str(exc)})
-        else:
-            files["device-plugins.txt"] = "\n".join(names) + ("\n" if names else "")
-            runner.checks.append({"command": "ls -1 %s" % p["socket_dir"], "rc": 0, "output": names[:10]})
-    else:
-        runner.checks.append({"command": "ls -1 %s" % p["socket_dir"], "rc": None,
-                              "output": "no such folder"})
-    while True:
-        try:
-            facts = facts_from_artefacts(files, smi_rc=smi_rc, resources=p["resource"])
-            break
-        except ArtefactError as exc:
-            # an output no parser can read is reported and left out (its keys stay unknown),
-            # never guessed at
-            name = next((n for n in list(files) if exc.message.startswith(n)), None)
-            if name is None:
-                module.fail_json(msg="on this node: %s" % exc.message, checks=runner.checks)
-            runner.checks.append({"command": "read %s" % name, "rc": None, "output": exc.message})
-            files.pop(name)
-    if smi and "driver_ok" in facts:
-        facts["nvidia_smi"] = " ".join(smi)
-    return facts, files, runner.checks
+from ansible.module_utils.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
+from ansible.module_utils.gpu_diagnosis.node_facts import NodeFactsError, gather  # noqa: E402
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            driver_root=dict(type="path", default="/run/nvidia/driver"),
+            NVIDIA_SMI_ARGS,
             crictl=dict(type="str", default="crictl"),
             runtime_endpoint=dict(type="str", default="unix:///run/containerd/containerd.sock"),
             containerd=dict(type="str", default="containerd"),
@@ -320,7 +157,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    facts, files, checks = gather(module, module.params)
+    try:
+        facts, files, checks = gather(module.params)
+    except NodeFactsError as exc:
+        module.fail_json(msg=str(exc), checks=exc.checks)
     module.exit_json(changed=False, node_facts=facts, artefacts=files, checks=checks)
 
 

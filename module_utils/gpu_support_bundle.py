@@ -36,14 +36,17 @@ Secrets never go in: no Secret objects are read; every Pod's (and Pod template's
 are replaced by REDACTED; managedFields are dropped (as kubectl hides them).
 """
 
+import base64
+import binascii
 import datetime
 import json
 import os
+import re
 import shutil
-import subprocess
 import tempfile
 
-from ansible.module_utils import nvidia_smi
+from ansible.module_utils import node_commands, nvidia_smi
+from ansible.module_utils.gpu_diagnosis.sources import get_text, parse_selector as label_selector
 from ansible.module_utils.lab_errors import LabError
 
 FORMAT = "gpu-incident-lab/support-bundle"
@@ -89,38 +92,19 @@ def now():
 
 # -------------------------------------------------------------------------- selection
 def parse_selector(text):
-    """'k=v,k2,!k3' -> [(key, op, value)] (equality-based selectors only)."""
-    terms = []
-    for part in (p.strip() for p in str(text).split(",")):
-        if not part:
-            continue
-        if part.startswith("!"):
-            terms.append((part[1:].strip(), "absent", None))
-        elif "!=" in part:
-            key, value = part.split("!=", 1)
-            terms.append((key.strip(), "!=", value.strip()))
-        elif "=" in part:
-            key, value = part.split("==", 1) if "==" in part else part.split("=", 1)
-            terms.append((key.strip(), "=", value.strip()))
-        else:
-            terms.append((part, "exists", None))
-    if not terms:
+    """A label selector (k=v, k!=v, k, !k, k in (a,b)) as a predicate on labels, read as the
+    diagnosis reads it; BundleError for an empty or unreadable one."""
+    if not str(text).strip(" ,"):
         raise BundleError("empty label selector %r: give key=value, key or !key" % (text,))
-    return terms
+    try:
+        return label_selector(str(text), "stack_selectors")
+    except LabError as exc:
+        raise BundleError(exc.message)
 
 
-def matches(labels, terms):
-    labels = labels or {}
-    for key, op, value in terms:
-        if op == "=" and labels.get(key) != value:
-            return False
-        if op == "!=" and labels.get(key) == value:
-            return False
-        if op == "exists" and key not in labels:
-            return False
-        if op == "absent" and key in labels:
-            return False
-    return True
+def matches(labels, selector):
+    """Do the labels match the parse_selector() predicate?"""
+    return selector(labels or {})
 
 
 def _containers(spec):
@@ -229,32 +213,11 @@ def dumps(doc):
 def pod_log(kube, namespace, name, container, limit_bytes):
     """The text of one container's log (GET .../pods/NAME/log), as kubectl logs prints it."""
     import urllib.parse
-    from ansible.module_utils.lab_kube import KubeError
     path = "/api/v1/namespaces/%s/pods/%s/log" % (urllib.parse.quote(namespace), urllib.parse.quote(name))
     params = {"container": container}
     if limit_bytes:
         params["limitBytes"] = str(limit_bytes)
-    conn = kube.clone()._connect()
-    headers = {"Accept": "*/*", "User-Agent": "gpu-incident-lab"}
-    if kube.conf["token"]:
-        headers["Authorization"] = "Bearer " + kube.conf["token"]
-    elif kube.conf["basic"]:
-        headers["Authorization"] = "Basic " + kube.conf["basic"]
-    try:
-        conn.request("GET", kube._prefix + path + "?" + urllib.parse.urlencode(params), headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-    except OSError as exc:
-        raise KubeError(None, "cannot reach the API server %s: %s" % (kube.conf["server"], exc))
-    finally:
-        conn.close()
-    if response.status >= 400:
-        try:
-            message = json.loads(raw).get("message")
-        except ValueError:
-            message = raw[:300].decode("utf-8", "replace")
-        raise KubeError(response.status, response.reason, message)
-    return raw
+    return get_text(kube, path, params)
 
 
 def collect_cluster(kube, options, files, index, red):
@@ -360,25 +323,6 @@ def collect_cluster(kube, options, files, index, red):
 
 
 # -------------------------------------------------------------------------- the node side
-def _run(argv, timeout, merge=False, env=None):
-    try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT if merge else subprocess.PIPE,
-                              timeout=timeout, check=False, env=env)
-    except subprocess.TimeoutExpired:
-        return None, b"", b"timed out after %d s" % timeout
-    except OSError as exc:
-        return None, b"", str(exc).encode()
-    return done.returncode, done.stdout or b"", done.stderr or b""
-
-
-def _which(name):
-    if os.sep in name:
-        return name if os.access(name, os.X_OK) else None
-    return shutil.which(name) or next((os.path.join(d, name) for d in ("/usr/sbin", "/sbin")
-                                       if os.access(os.path.join(d, name), os.X_OK)), None)
-
-
 def _tail(data, limit):
     if limit and len(data) > limit:
         cut = data[-limit:]
@@ -422,44 +366,40 @@ def collect_node(options):
         for name in ("nvidia-smi.txt", "nvidia-smi-query.csv", "mig-lgip.txt", "mig-lgipp.txt"):
             missing(name, why)
     else:
-        rc, out, err = _run(smi, timeout, merge=True)
+        rc, out, err = node_commands.run(smi, timeout, merge=True)[:3]
         record("nvidia-smi.txt", smi, rc, out, err, keep_on_failure=True)
         argv = smi + [GPU_QUERY, "--format=csv,noheader"]
-        record("nvidia-smi-query.csv", argv, *_run(argv, timeout))
+        record("nvidia-smi-query.csv", argv, *node_commands.run(argv, timeout)[:3])
         if rc == 0:
             for name, flag in (("mig-lgip.txt", "-lgip"), ("mig-lgipp.txt", "-lgipp")):
                 argv = smi + ["mig", flag]
-                record(name, argv, *_run(argv, timeout, merge=True))
+                record(name, argv, *node_commands.run(argv, timeout, merge=True)[:3])
         else:
             for name in ("mig-lgip.txt", "mig-lgipp.txt"):
                 index[name] = {"status": "skipped", "reason": "nvidia-smi failed (exit %s)" % rc}
 
-    crictl = _which(options["crictl"])
+    crictl = node_commands.which(options["crictl"])
     if crictl is None:
         missing("crictl-info.json", "%s not installed" % options["crictl"])
     else:
         argv = [crictl] + (["--runtime-endpoint", options["crictl_endpoint"]] if options["crictl_endpoint"] else []) \
             + ["info"]
-        record("crictl-info.json", argv, *_run(argv, timeout))
+        record("crictl-info.json", argv, *node_commands.run(argv, timeout)[:3])
 
-    containerd = _which(options["containerd"])
+    containerd = node_commands.which(options["containerd"])
     if containerd is None:
         missing("containerd-config-dump.toml", "%s not installed" % options["containerd"])
     else:
         argv = [containerd] + (["--config", options["containerd_config"]] if options["containerd_config"] else []) \
             + ["config", "dump"]
-        record("containerd-config-dump.toml", argv, *_run(argv, timeout))
+        record("containerd-config-dump.toml", argv, *node_commands.run(argv, timeout)[:3])
 
-    journalctl = _which("journalctl")
+    journalctl = node_commands.which("journalctl")
     for name, path, unit in (("containerd.log", options["containerd_log"], options["containerd_unit"]),
                              ("kubelet.log", options["kubelet_log"], options["kubelet_unit"])):
         if path:
             try:
-                with open(path, "rb") as handle:
-                    handle.seek(0, os.SEEK_END)
-                    size = handle.tell()
-                    handle.seek(max(0, size - limit - 1) if limit else 0)
-                    data = handle.read()
+                data = node_commands.read_tail(path, limit + 1 if limit else 0)
             except OSError as exc:
                 missing(name, "cannot read %s: %s" % (path, exc.strerror or exc))
                 continue
@@ -469,7 +409,7 @@ def collect_node(options):
                 index[name]["truncated_to_bytes"] = limit
         elif unit and journalctl:
             argv = [journalctl, "-u", unit, "-b", "--no-pager", "-o", "short-iso"]
-            rc, out, err = _run(argv, timeout)
+            rc, out, err = node_commands.run(argv, timeout)[:3]
             if rc == 0 and (b"-- No entries --" in out or not out.strip()):
                 missing(name, "journalctl has no entries for unit %s in this boot" % unit)
             else:
@@ -489,10 +429,10 @@ def collect_node(options):
     else:
         missing("device-plugins.txt", "no folder %s (no kubelet device-plugin folder here)" % folder)
 
-    dmesg = _which("dmesg")
+    dmesg = node_commands.which("dmesg")
     done = False
     if dmesg:
-        rc, out, err = _run([dmesg], timeout)
+        rc, out, err = node_commands.run([dmesg], timeout)[:3]
         if rc == 0:
             record("dmesg.txt", [dmesg], rc, out, err)
             done = True
@@ -500,7 +440,7 @@ def collect_node(options):
             first = {"command": dmesg, "rc": rc, "output": text(err or out)}
     if not done and journalctl:
         argv = [journalctl, "-k", "-b", "--no-pager"]
-        record("dmesg.txt", argv, *_run(argv, timeout))
+        record("dmesg.txt", argv, *node_commands.run(argv, timeout)[:3])
         if dmesg:
             index["dmesg.txt"]["dmesg"] = first
     elif not done:
@@ -509,12 +449,12 @@ def collect_node(options):
         else:
             missing("dmesg.txt", "neither dmesg nor journalctl installed")
 
-    systemctl = _which("systemctl")
+    systemctl = node_commands.which("systemctl")
     if systemctl is None:
         missing("fabric-manager.txt", "no systemctl here")
     else:
         argv = [systemctl, "status", "--no-pager", options["fabric_manager_unit"]]
-        rc, out, err = _run(argv, timeout, merge=True)
+        rc, out, err = node_commands.run(argv, timeout, merge=True)[:3]
         if rc == 4 or (rc is not None and b"could not be found" in out):
             missing("fabric-manager.txt", "unit %s not installed (systemctl status: exit %s)"
                     % (options["fabric_manager_unit"], rc))
@@ -584,3 +524,84 @@ def write(dest, files):
             shutil.rmtree(stage, ignore_errors=True)
         if old:
             shutil.rmtree(old, ignore_errors=True)
+
+
+# -------------------------------------------------------------------------- the modules' one call
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,252}[A-Za-z0-9])?$")
+
+
+def node_result(options):
+    """gpu_bundle_node's result: this node's index and files (base64, to travel as JSON)."""
+    found = collect_node(options)
+    return {"changed": False, "index": found["index"],
+            "files": {k: base64.b64encode(v).decode("ascii") for k, v in found["files"].items()}}
+
+
+def check_options(p):
+    """BundleError naming the first of gpu_bundle_collect's options that cannot be used."""
+    for ref in p["pods"]:
+        ns, sep, name = ref.partition("/")
+        if not sep or not _NAME.match(ns) or not _NAME.match(name):
+            raise BundleError("pods: %r is not NAMESPACE/NAME (e.g. gpu-drill/cuda-drill)" % (ref,))
+    for name, result in p["nodes"].items():
+        if not _NAME.match(name):
+            raise BundleError("nodes: %r is not a node name" % (name,))
+        if not isinstance(result, dict) or not (("files" in result and "index" in result) or "msg" in result):
+            raise BundleError("nodes[%s]: give what gpu_bundle_node returned there (files and index), "
+                              "or msg when its collection failed" % name)
+    for selector in p["stack_selectors"]:
+        parse_selector(selector)
+
+
+def add_nodes(nodes, files, index):
+    """The node sides (gpu_bundle_node's results by node name) into files and index."""
+    for node, result in sorted(nodes.items()):
+        if "msg" in result and "files" not in result:
+            index["nodes/%s/" % node] = {"status": "failed", "reason": "the node side failed: %s" % result["msg"]}
+            continue
+        for name, entry in (result.get("index") or {}).items():
+            index["nodes/%s/%s" % (node, name)] = entry
+        for name, data in (result.get("files") or {}).items():
+            if "/" in name or name.startswith("."):
+                raise BundleError("nodes[%s].files: %r is not a file name" % (node, name))
+            try:
+                files["nodes/%s/%s" % (node, name)] = base64.b64decode(data, validate=True)
+            except (binascii.Error, TypeError, ValueError):
+                raise BundleError("nodes[%s].files[%s] is not base64 (give what gpu_bundle_node returned)"
+                                  % (node, name))
+
+
+def collect_bundle(p, check_mode):
+    """gpu_bundle_collect's result for its options `p`: an earlier bundle kept (without
+    force), or the cluster and node sides collected and written (unless check_mode)."""
+    from ansible.module_utils.lab_kube import client
+    dest = p["dest"]
+    check_options(p)
+    earlier = existing(dest)
+    if earlier is not None and not p["force"]:
+        files = sorted(earlier.get("files") or {})
+        return dict(changed=False, kept=True, dest=dest, missing=[],
+                    files=[f for f in files if earlier["files"][f].get("status") == "collected"],
+                    msg="%s already holds a support bundle (collected %s): kept as it is; give "
+                    "another dest, or force (-e force=true) to replace it"
+                    % (dest, earlier.get("collected_at", "at an unknown time")))
+    kube = client(p["kubeconfig"], p["context"])
+    files, index, red = {}, {}, Redactions()
+    collect_cluster(kube, p, files, index, red)
+    add_nodes(p["nodes"], files, index)
+    doc = {"format": FORMAT, "version": FORMAT_VERSION, "collected_at": now(),
+           "collector": "gpu_bundle_collect (gpu-incident-lab)", "server": kube.conf["server"],
+           "context": p["context"], "nodes": sorted(p["nodes"]),
+           "files": dict(sorted(index.items())), "redactions": red.as_dict()}
+    files[INDEX] = dumps(doc)
+    missing = [dict(file=rel, status=e.get("status"), reason=e.get("reason", ""))
+               for rel, e in sorted(index.items()) if e.get("status") != "collected"]
+    names = sorted(files)
+    diff = {"before": {"path": dest, "bundle": (earlier or {}).get("collected_at", "none")},
+            "after": {"path": dest, "files": names}}
+    if not check_mode:
+        try:
+            write(dest, files)
+        except (OSError, BundleError) as exc:
+            raise BundleError("cannot write the bundle to %s: %s" % (dest, getattr(exc, "strerror", None) or exc))
+    return dict(changed=True, kept=False, dest=dest, files=names, missing=missing, index=doc, diff=diff)

@@ -23,10 +23,13 @@ Exit codes: nvidia-smi(1), section RETURN VALUE.
 
 import os
 import re
-import shutil
-import subprocess
+
+from ansible.module_utils import node_commands
 
 DRIVER_ROOT = "/run/nvidia/driver"
+# the options of every module that runs nvidia-smi (documented in doc_fragments/nvidia_smi.py)
+NVIDIA_SMI_ARGS = dict(nvidia_smi=dict(type="str", default="nvidia-smi"),
+                       driver_root=dict(type="path", default=DRIVER_ROOT))
 QUERY = ["--query-gpu=driver_version", "--format=csv,noheader"]
 INCONCLUSIVE_RC = {2: "nvidia-smi does not know the query (exit 2: invalid argument)",
                    4: "no permission to ask the driver (exit 4): run as root (become: true)",
@@ -36,34 +39,37 @@ INCONCLUSIVE_RC = {2: "nvidia-smi does not know the query (exit 2: invalid argum
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)+$")
 
 
-def find(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, which=shutil.which):
-    """The argv prefix that runs nvidia-smi, or None when it is not installed.
+def locate(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, which=node_commands.which):
+    """How nvidia-smi runs here: (argv as typed, argv resolved), or None when it is not installed.
 
-    A name is looked up on PATH, then as <driver_root>/usr/bin/<name> (or bin/) run by
-    ``chroot <driver_root> <name>``; a path is used as given."""
+    A path is used as given; a name is looked up on PATH, then under the driver root
+    (<driver_root>/usr/bin/<name>, bin/, usr/local/bin/ - or the driver container's own
+    ``nvidia-smi`` there) and run by ``chroot <driver_root> <name>``. As typed:
+    ``nvidia-smi`` / ``chroot /run/nvidia/driver nvidia-smi``; resolved: the paths."""
     if os.sep in nvidia_smi:
-        return [nvidia_smi] if os.access(nvidia_smi, os.X_OK) else None
+        return ([nvidia_smi], [nvidia_smi]) if which(nvidia_smi) else None
     found = which(nvidia_smi)
     if found:
-        return [found]
+        return [nvidia_smi], [found]
     if driver_root:
-        for sub in ("usr/bin", "bin", "usr/local/bin"):
-            if os.access(os.path.join(driver_root, sub, nvidia_smi), os.X_OK):
-                chroot = which("chroot") or "/usr/sbin/chroot"
-                return [chroot, driver_root, nvidia_smi]
+        for name in dict.fromkeys((nvidia_smi, "nvidia-smi")):
+            for sub in ("usr/bin", "bin", "usr/local/bin"):
+                if os.access(os.path.join(driver_root, sub, name), os.X_OK):
+                    chroot = which("chroot") or "/usr/sbin/chroot"
+                    return ["chroot", driver_root, name], [chroot, driver_root, name]
     return None
 
 
+def find(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, which=node_commands.which):
+    """The argv prefix that runs nvidia-smi (paths resolved), or None when it is not installed."""
+    located = locate(nvidia_smi, driver_root, which)
+    return located[1] if located else None
+
+
 def run(argv, timeout=30):
-    """(rc, stdout, stderr) of argv; rc None when it could not be started."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                              errors="replace")
-    except subprocess.TimeoutExpired:
-        return None, "", "timed out after %s s" % timeout
-    except OSError as exc:
-        return None, "", str(exc)
-    return done.returncode, done.stdout, done.stderr
+    """(rc, stdout, stderr) of argv as text; rc None when it could not be started or timed out."""
+    done = node_commands.run(argv, timeout)
+    return done.rc, done.out.decode("utf-8", "replace"), done.err.decode("utf-8", "replace")
 
 
 def judge(rc, out, err):
@@ -88,7 +94,7 @@ def judge(rc, out, err):
             "reason": "nvidia-smi failed (exit %s): %s" % (rc, output.splitlines()[0] if output else "no output")}
 
 
-def driver_version(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, timeout=30, which=shutil.which):
+def driver_version(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, timeout=30, which=node_commands.which):
     """judge() of the version query, plus 'command' (what ran) - or status 'missing'."""
     prefix = find(nvidia_smi, driver_root, which)
     if prefix is None:

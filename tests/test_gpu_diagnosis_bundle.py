@@ -14,6 +14,7 @@ import pytest
 
 import gpu_diagnose
 from ansible.module_utils.gpu_diagnosis import artefacts as ga
+from ansible.module_utils.gpu_diagnosis import diagnose as gdiag
 from ansible.module_utils.gpu_diagnosis import layers as gl
 from ansible.module_utils.gpu_diagnosis import sources as gs
 
@@ -460,10 +461,10 @@ def test_node_facts_contract_keys_are_validated():
           "fabric_manager": "active", "device_plugin_sockets": ["nvidia-gpu.sock"],
           "mig_lgip": "", "cri_error": "x", "containerd_errors": [], "driver_error": "x",
           "nvidia_smi": "chroot /run/nvidia/driver nvidia-smi", "runtime_binaries": {}}
-    assert gpu_diagnose.check_facts({"n": ok}) is None
-    assert "must be a list" in gpu_diagnose.check_facts({"n": {"kernel_xid": "Xid 79"}})
-    assert "must list strings" in gpu_diagnose.check_facts({"n": {"device_plugin_sockets": [1]}})
-    assert "gpus must list mappings" in gpu_diagnose.check_facts({"n": {"gpus": ["GPU-1"]}})
+    assert gdiag.check_facts({"n": ok}) is None
+    assert "must be a list" in gdiag.check_facts({"n": {"kernel_xid": "Xid 79"}})
+    assert "must list strings" in gdiag.check_facts({"n": {"device_plugin_sockets": [1]}})
+    assert "gpus must list mappings" in gdiag.check_facts({"n": {"gpus": ["GPU-1"]}})
 
 
 # ---------------------------------------------------------------------------- must-gather

@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-import gpu_diagnose
 import gpu_node_facts
 import gpu_preflight
+from ansible.module_utils.gpu_diagnosis import diagnose as gdiag
 from ansible.module_utils.gpu_diagnosis import layers as gl
 
 LAB_MAIN = """version = 2
@@ -71,11 +71,11 @@ def test_request_and_scheduler_messages():
 
 
 def test_node_facts_are_validated():
-    assert gpu_diagnose.check_facts({"n": {"driver_ok": True, "runtimes_loaded": ["runc"]}}) is None
-    assert "must be a boolean" in gpu_diagnose.check_facts({"n": {"driver_ok": "yes"}})
-    assert "unknown key" in gpu_diagnose.check_facts({"n": {"driver": True}})
-    assert "must be a mapping" in gpu_diagnose.check_facts({"n": ["runc"]})
-    assert "strings" in gpu_diagnose.check_facts({"n": {"runtimes_loaded": [1]}})
+    assert gdiag.check_facts({"n": {"driver_ok": True, "runtimes_loaded": ["runc"]}}) is None
+    assert "must be a boolean" in gdiag.check_facts({"n": {"driver_ok": "yes"}})
+    assert "unknown key" in gdiag.check_facts({"n": {"driver": True}})
+    assert "must be a mapping" in gdiag.check_facts({"n": ["runc"]})
+    assert "strings" in gdiag.check_facts({"n": {"runtimes_loaded": [1]}})
 
 
 def _fake(path, script):

@@ -25,7 +25,7 @@ def script(path, body):
 
 def test_a_node_without_any_tool_gives_no_file_and_says_why(tmp_path, monkeypatch, module_runner):
     monkeypatch.setenv("PATH", str(tmp_path))            # nothing installed
-    monkeypatch.setattr(gsb, "_which", lambda name: None)
+    monkeypatch.setattr(gsb.node_commands, "which", lambda name: None)
     out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none")}, check_mode=True)
     assert not out["failed"] and out["files"] == {} and not out["changed"]
     assert set(out["index"]) == set(gsb.NODE_FILES)
@@ -42,7 +42,7 @@ def test_a_failing_driver_keeps_its_words_and_skips_what_needs_it(tmp_path, monk
     script(tools / "journalctl", '[ "$*" = "-k -b --no-pager" ] && echo "Dec 01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, '
                                  'pid=0, GPU has fallen off the bus." && exit 0\nexit 1\n')
     monkeypatch.setenv("PATH", str(tools))
-    monkeypatch.setattr(gsb, "_which", lambda name: str(tools / name) if (tools / name).exists() else None)
+    monkeypatch.setattr(gsb.node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
     found = gsb.collect_node(dict(NODE_DEFAULTS))
     assert b"version mismatch" in found["files"]["nvidia-smi.txt"] and b"550.90" in found["files"]["nvidia-smi.txt"]
     assert found["index"]["nvidia-smi.txt"]["rc"] == 18
@@ -61,7 +61,7 @@ def test_systemctl_without_systemd_says_nothing_about_fabric_manager(tmp_path, m
     tools.mkdir()
     script(tools / "systemctl", "echo 'System has not been booted with systemd as init system (PID 1). Can'\\''t operate.'\n"
                                 "echo 'Failed to connect to bus: Host is down'\nexit 1\n")
-    monkeypatch.setattr(gsb, "_which", lambda name: str(tools / name) if (tools / name).exists() else None)
+    monkeypatch.setattr(gsb.node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
     found = gsb.collect_node(dict(NODE_DEFAULTS))
     entry = found["index"]["fabric-manager.txt"]
     assert "fabric-manager.txt" not in found["files"] and entry["status"] == "failed" and entry["rc"] == 1

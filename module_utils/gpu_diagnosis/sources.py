@@ -40,8 +40,9 @@ class Unreadable(LabError):
         super().__init__(why)
 
 
-def parse_selector(text):
-    """A label selector string (a=b,c!=d,e,!f, g in (x,y)) as a predicate on labels."""
+def parse_selector(text, option="device_plugin_selector"):
+    """A label selector string (a=b,c!=d,e,!f, g in (x,y)) as a predicate on labels;
+    DiagnoseError naming `option` for a term it cannot read."""
     if not text:
         return lambda labels: True
     terms = []
@@ -62,8 +63,8 @@ def parse_selector(text):
         elif re.fullmatch(r"[\w./-]+", part):
             terms.append((part, "exists", None))
         else:
-            raise DiagnoseError("device_plugin_selector %r: cannot read %r as a label selector "
-                                "term (key=value, key!=value, key, !key, key in (a,b))" % (text, part))
+            raise DiagnoseError("%s %r: cannot read %r as a label selector term (key=value, "
+                                "key!=value, key, !key, key in (a,b))" % (option, text, part))
 
     def match(labels):
         for key, op, values in terms:
@@ -196,10 +197,13 @@ class LiveSource(Source):
             params = {"tailLines": self.log_lines}
             if container:
                 params["container"] = container
-            text = get_text(self.kube, "/api/v1/namespaces/%s/pods/%s/log" % (namespace, name),
-                            params)
-            if text:
-                out.append(text)
+            try:
+                raw = get_text(self.kube, "/api/v1/namespaces/%s/pods/%s/log" % (namespace, name),
+                               params)
+            except LabError:   # a container that has not started has no log
+                continue
+            if raw:
+                out.append(raw.decode("utf-8", "replace"))
         if not out:
             raise Unreadable("no log of %s/%s (its containers have not run)" % (namespace, name))
         return "\n".join(out)
@@ -235,9 +239,10 @@ class LiveSource(Source):
 
 
 def get_text(kube, path, params=None):
-    """A plain-text GET (Pod logs) over the lab_kube client's connection settings; None on
-    an API error (a container that has not started has no log)."""
+    """A plain-text GET (a Pod's log) over the lab_kube client's connection settings, on a
+    connection of its own: the raw bytes, or KubeError (status None: not reachable)."""
     import http.client
+    from ansible.module_utils.lab_kube import KubeError
     url = kube._prefix + path
     if params:
         url += "?" + urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
@@ -251,13 +256,17 @@ def get_text(kube, path, params=None):
         conn.request("GET", url, headers=headers)
         response = conn.getresponse()
         raw = response.read()
-    except (OSError, http.client.HTTPException):
-        return None
+    except (OSError, http.client.HTTPException) as exc:
+        raise KubeError(None, "cannot reach the API server %s: %s" % (kube.conf["server"], exc))
     finally:
         conn.close()
     if response.status >= 400:
-        return None
-    return raw.decode("utf-8", "replace")
+        try:
+            message = json.loads(raw).get("message")
+        except (ValueError, AttributeError):
+            message = raw[:300].decode("utf-8", "replace")
+        raise KubeError(response.status, response.reason, message)
+    return raw
 
 
 # ---------------------------------------------------------------------------------- bundle
