@@ -102,10 +102,16 @@ to_apply:
   type: list
   elements: dict
 live:
-  description: The live object of each manifest (C(null) when missing), in order.
+  description: The live object of each manifest (C(null) when missing), in order, as read before any apply.
   returned: success
   type: list
   elements: dict
+applied:
+  description: What O(apply) created or patched (in check mode, would), in order; empty with C(apply=none).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"api_version": "v1", "kind": "Namespace", "namespace": null, "name": "gpu-lab", "action": "created"}]
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402

@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Converge the manifests that manifest_compare.drift() found missing or different.
+
+What kubernetes.core.k8s does with ``state: present`` (its default ``merge_type``:
+strategic merge, then JSON merge for kinds that refuse it - custom resources), done here
+with the lab's own client so that comparing and applying is one module run, not two (the
+k8s module imports the kubernetes Python client on every run: ~1 s per task on the lab's
+machine, bench/lab-timings.sh): a missing object is created (POST to its collection), a
+different one patched with the manifest itself. Objects go in the order given (a Namespace
+before what lives in it). Nothing is deleted and a field the manifest does not name is left
+as the cluster has it - an update pushed by hand is never reverted by a field the manifest
+leaves out.
+"""
+
+from ansible.module_utils.lab_errors import LabError
+from ansible.module_utils.lab_kube import KubeError, client
+
+MODES = ("none", "missing", "drift")
+
+
+class ApplyError(LabError):
+    """The API server refused to create or patch an object; the message names it and why."""
+
+
+def _target(doc, objects):
+    for entry in objects:
+        meta = doc["metadata"]
+        if (entry["api_version"], entry["kind"], entry["name"]) == (doc["apiVersion"], doc["kind"], meta["name"]):
+            return entry
+    raise ApplyError("%s %s is not among the compared objects" % (doc["kind"], doc["metadata"]["name"]))
+
+
+def apply(kube, found, mode, check_mode=False):
+    """Create what is missing (mode missing or drift) and patch what differs (mode drift).
+
+    `found` is drift()'s result. Returns the list of {api_version, kind, name, namespace,
+    action} entries (action: created or patched; in check mode what would be done)."""
+    if mode not in MODES:
+        raise ApplyError("apply=%r: choose one of %s" % (mode, ", ".join(MODES)))
+    if mode == "none":
+        return []
+    todo = [(doc, "created") for doc in found["missing"]]
+    if mode == "drift":
+        todo = [(doc, "created" if any(doc is m for m in found["missing"]) else "patched")
+                for doc in found["to_apply"]]
+    done = []
+    for doc, action in todo:
+        entry = _target(doc, found["objects"])
+        step = dict((k, entry[k]) for k in ("api_version", "kind", "name", "namespace"))
+        step["action"] = action
+        done.append(step)
+        if check_mode:
+            continue
+        body = dict(doc)
+        if entry["namespace"]:
+            body["metadata"] = dict(doc["metadata"], namespace=entry["namespace"])
+        try:
+            if action == "created":
+                kube.create(kube.path(doc["apiVersion"], doc["kind"], None, entry["namespace"]), body)
+            else:
+                path = kube.path(doc["apiVersion"], doc["kind"], entry["name"], entry["namespace"])
+                try:
+                    kube.patch(path, body, kind="strategic")
+                except KubeError as exc:
+                    if exc.status != 415:   # custom resources take no strategic merge patch
+                        raise
+                    kube.patch(path, body, kind="merge")
+        except KubeError as exc:
+            where = " in namespace %s" % entry["namespace"] if entry["namespace"] else ""
+            raise ApplyError("cannot %s %s %s%s: %s" % ("create" if action == "created" else "patch",
+                                                        doc["kind"], entry["name"], where, exc))
+    return done
+
+
+def converge(kubeconfig, context, found, mode, check_mode=False):
+    """apply() with a client of its own, made only when there is something to apply."""
+    if mode not in MODES:
+        raise ApplyError("apply=%r: choose one of %s" % (mode, ", ".join(MODES)))
+    pending = {"none": [], "missing": found["missing"], "drift": found["to_apply"]}[mode]
+    if not pending:
+        return []
+    return apply(client(kubeconfig, context), found, mode, check_mode)
