@@ -46,7 +46,7 @@ import shutil
 import tempfile
 
 from ansible.module_utils import node_commands, nvidia_smi
-from ansible.module_utils.gpu_diagnosis.sources import get_text, parse_selector as label_selector
+from ansible.module_utils.gpu_diagnosis.sources import parse_selector as label_selector
 from ansible.module_utils.lab_errors import LabError
 
 FORMAT = "gpu-incident-lab/support-bundle"
@@ -217,7 +217,7 @@ def pod_log(kube, namespace, name, container, limit_bytes):
     params = {"container": container}
     if limit_bytes:
         params["limitBytes"] = str(limit_bytes)
-    return get_text(kube, path, params)
+    return kube.get_text(path, params)
 
 
 def collect_cluster(kube, options, files, index, red):

@@ -19,7 +19,6 @@ import gzip
 import json
 import os
 import re
-import urllib.parse
 
 from ansible.module_utils.gpu_diagnosis.artefacts import (
     ARTEFACTS, ArtefactError, facts_from_artefacts, kernel_nvrm_lines, smi_failure)
@@ -198,8 +197,8 @@ class LiveSource(Source):
             if container:
                 params["container"] = container
             try:
-                raw = get_text(self.kube, "/api/v1/namespaces/%s/pods/%s/log" % (namespace, name),
-                               params)
+                raw = self.kube.get_text("/api/v1/namespaces/%s/pods/%s/log" % (namespace, name),
+                                         params)
             except LabError:   # a container that has not started has no log
                 continue
             if raw:
@@ -236,37 +235,6 @@ class LiveSource(Source):
 
     def ref_log(self, namespace, name):
         return "GET /api/v1/namespaces/%s/pods/%s/log" % (namespace, name)
-
-
-def get_text(kube, path, params=None):
-    """A plain-text GET (a Pod's log) over the lab_kube client's connection settings, on a
-    connection of its own: the raw bytes, or KubeError (status None: not reachable)."""
-    import http.client
-    from ansible.module_utils.lab_kube import KubeError
-    url = kube._prefix + path
-    if params:
-        url += "?" + urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
-    headers = {"Accept": "*/*", "User-Agent": "gpu-incident-lab"}
-    if kube.conf.get("token"):
-        headers["Authorization"] = "Bearer " + kube.conf["token"]
-    elif kube.conf.get("basic"):
-        headers["Authorization"] = "Basic " + kube.conf["basic"]
-    conn = kube._connect()
-    try:
-        conn.request("GET", url, headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-    except (OSError, http.client.HTTPException) as exc:
-        raise KubeError(None, "cannot reach the API server %s: %s" % (kube.conf["server"], exc))
-    finally:
-        conn.close()
-    if response.status >= 400:
-        try:
-            message = json.loads(raw).get("message")
-        except (ValueError, AttributeError):
-            message = raw[:300].decode("utf-8", "replace")
-        raise KubeError(response.status, response.reason, message)
-    return raw
 
 
 # ---------------------------------------------------------------------------------- bundle
