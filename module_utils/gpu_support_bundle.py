@@ -70,7 +70,6 @@ CLUSTER_FILES = [
 NODE_FILES = ["nvidia-smi.txt", "nvidia-smi-query.csv", "crictl-info.json",
               "containerd-config-dump.toml", "containerd.log", "kubelet.log", "device-plugins.txt",
               "dmesg.txt", "fabric-manager.txt", "mig-lgip.txt", "mig-lgipp.txt"]
-GPU_QUERY = "--query-gpu=index,name,uuid,driver_version,memory.total"
 
 # The GPU stack: the namespaces the GPU Operator and the device plugin's Helm chart install into,
 # and the labels of their Pods (static manifest, Operator operands, Helm chart - gpu-field notes).
@@ -368,7 +367,7 @@ def collect_node(options):
     else:
         rc, out, err = node_commands.run(smi, timeout, merge=True)[:3]
         record("nvidia-smi.txt", smi, rc, out, err, keep_on_failure=True)
-        argv = smi + [GPU_QUERY, "--format=csv,noheader"]
+        argv = smi + nvidia_smi.GPU_QUERY
         record("nvidia-smi-query.csv", argv, *node_commands.run(argv, timeout)[:3])
         if rc == 0:
             for name, flag in (("mig-lgip.txt", "-lgip"), ("mig-lgipp.txt", "-lgipp")):

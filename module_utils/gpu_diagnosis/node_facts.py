@@ -17,8 +17,6 @@ from ansible.module_utils.gpu_diagnosis.artefacts import ArtefactError, facts_fr
 from ansible.module_utils.lab_errors import LabError
 from ansible.module_utils.node_commands import Runner
 
-QUERY = ["--query-gpu=index,name,uuid,driver_version,memory.total", "--format=csv,noheader"]
-
 
 class NodeFactsError(LabError):
     """The node's outputs cannot be read into facts; ``checks`` says what was run."""
@@ -41,7 +39,7 @@ def _nvidia_smi(runner, p, files):
                     % os.path.join(p["driver_root"], "usr/bin/nvidia-smi"))
         return None, None
     smi = located[0]
-    got = runner.run(smi + QUERY)
+    got = runner.run(smi + nvidia_smi.GPU_QUERY)
     if got is None:
         return smi, None
     rc, out, err = got
