@@ -158,8 +158,9 @@ def main():
         wait_for=dict(type="str", choices=["settled", "complete"], default="settled"),
         fail_on_timeout=dict(type="bool", default=True),
         overwrite=dict(type="bool", default=False),
-        **dict(REPORT_ARGS, backup=dict(type="bool", default=True))  # a recorded observation
+        **REPORT_ARGS
     )
+    spec["backup"] = dict(type="bool", default=True)  # the report is a recorded observation
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     try:
         result = report_rollout(module)

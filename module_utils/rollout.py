@@ -15,6 +15,7 @@ from ansible.module_utils.lab_errors import LabError
 from ansible.module_utils.lab_files import write_text
 from ansible.module_utils.lab_kube import KubeError, client, condition
 
+
 class RolloutError(LabError):
     """The DaemonSet cannot be read, or its rollout did not settle in time (``result``: what the
     last read showed)."""
