@@ -15,7 +15,7 @@ description:
     such as defaults and status, are not compared). With the default O(apply=none) it only
     reads and never changes the cluster.
   - With O(apply) it also converges, in the same run, as M(kubernetes.core.k8s) with
-    C(state=present) does (strategic merge patch, JSON merge patch for custom resources):
+    C(state=present) does (strategic merge patch, JSON merge patch for custom resources) -
     C(missing) creates the objects that do not exist and leaves existing ones as they are
     (an object updated since is never reverted), C(drift) also patches the ones that differ
     with the manifest. Nothing is deleted. A no-op run costs one light API read per object
