@@ -62,7 +62,8 @@ class ActionModule(ActionBase):
         return result
 
     def _in_worker_path(self):
-        """The module's file when it can run here, else None (the normal path)."""
+        """The module's file (or a collection module's Python name) when it can run here, else
+        None (the normal path)."""
         if os.environ.get(SWITCH, "1") == "0":
             return None
         if getattr(self._connection, "_load_name", None) not in LOCAL_CONNECTIONS:
@@ -73,6 +74,11 @@ class ActionModule(ActionBase):
             self._task.action, collection_list=self._task.collections)
         if not found.resolved or not str(found.plugin_resolved_path).endswith(".py"):
             return None
+        if found.plugin_resolved_collection:
+            # a collection's module runs by its Python name, as AnsiballZ runs it (runpy.run_path
+            # on a file under a collection root meets the collection loader's path hook)
+            return "ansible_collections.%s.plugins.modules.%s" % (
+                found.plugin_resolved_collection, found.plugin_resolved_name.rsplit(".", 1)[-1])
         return found.plugin_resolved_path
 
     def _run_in_worker(self, path, module_args):
@@ -91,7 +97,10 @@ class ActionModule(ActionBase):
         out, rc, trace = io.StringIO(), 0, None
         with contextlib.redirect_stdout(out):
             try:
-                runpy.run_path(path, run_name="__main__")
+                if path.startswith("ansible_collections."):
+                    runpy.run_module(path, run_name="__main__", alter_sys=True)
+                else:
+                    runpy.run_path(path, run_name="__main__")
                 rc, printed = 1, None   # a module must exit; say so like AnsiballZ would
             except SystemExit as exc:
                 rc, printed = (exc.code if isinstance(exc.code, int) else 1), True

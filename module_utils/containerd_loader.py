@@ -635,7 +635,7 @@ def _predict_v2(files, version):
         else:
             v2_files = [f.path for f in files
                         if get(_migrate_to_v2(f.data) if f.version < 2 else f.data,
-                                "plugins", CRI_V2) is not None]
+                               "plugins", CRI_V2) is not None]
             if v2_files:
                 why = ("the last file with a version says 3" if any(f.version >= 3 for f in files)
                        else "files without a version (or version 1) are labelled 3, the "
