@@ -18,7 +18,8 @@ import re
 from ansible.module_utils.lab_errors import LabError
 from ansible.module_utils.lab_files import parse_mode, read_text, write_text
 
-from ansible.module_utils.lab_yaml import HAS_YAML, YAML_IMPORT_ERROR, yaml  # noqa: F401 pylint: disable=unused-import (re-exported)
+# HAS_YAML and YAML_IMPORT_ERROR are re-exported for the modules that check them
+from ansible.module_utils.lab_yaml import HAS_YAML, YAML_IMPORT_ERROR, yaml  # noqa: F401 pylint: disable=unused-import
 
 DEFAULT_RESOURCE = "nvidia.com/gpu"
 PLUGIN_VERSION = "v0.20.0"

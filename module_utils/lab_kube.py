@@ -55,21 +55,21 @@ class KubeError(LabError):
 def _named(entries, name, what, path):
     if entries is not None and not isinstance(entries, list):
         raise KubeconfigError("kubeconfig %s: %ss must be a list of {name, %s} entries, found %s"
-                          % (path, what, what, type(entries).__name__))
+                              % (path, what, what, type(entries).__name__))
     for index, entry in enumerate(entries or []):
         if not isinstance(entry, dict):
             raise KubeconfigError("kubeconfig %s: %ss[%d] must be a mapping with name and %s"
-                              % (path, what, index, what))
+                                  % (path, what, index, what))
         if entry.get("name") == name:
             found = entry.get(what) or {}
             if not isinstance(found, dict):
                 raise KubeconfigError("kubeconfig %s: %s %r must be a mapping, found %s"
-                                  % (path, what, name, type(found).__name__))
+                                      % (path, what, name, type(found).__name__))
             for key, value in found.items():
                 if key in _STRING_FIELDS and value is not None and not isinstance(value, str):
                     raise KubeconfigError("kubeconfig %s: %s %r field %s must be a string, found %s "
-                                      "(%r); quote it" % (path, what, name, key,
-                                                          type(value).__name__, value))
+                                          "(%r); quote it" % (path, what, name, key,
+                                                              type(value).__name__, value))
             return found
     raise KubeconfigError("kubeconfig %s has no %s named %r" % (path, what, name))
 
@@ -107,16 +107,16 @@ def _exec_credential(spec, path):
         run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
     except OSError as exc:
         raise KubeconfigError("kubeconfig %s: exec credential plugin %s cannot run: %s%s"
-                          % (path, spec["command"], exc,
-                             (" (" + spec["installHint"].strip() + ")") if spec.get("installHint") else ""))
+                              % (path, spec["command"], exc,
+                                 (" (" + spec["installHint"].strip() + ")") if spec.get("installHint") else ""))
     if run.returncode != 0:
         raise KubeconfigError("kubeconfig %s: exec credential plugin %s failed (exit %s): %s"
-                          % (path, spec["command"], run.returncode, run.stderr.strip()[:300]))
+                              % (path, spec["command"], run.returncode, run.stderr.strip()[:300]))
     try:
         status = json.loads(run.stdout).get("status") or {}
     except ValueError:
         raise KubeconfigError("kubeconfig %s: exec credential plugin %s printed no ExecCredential JSON"
-                          % (path, spec["command"]))
+                              % (path, spec["command"]))
     return status
 
 
@@ -147,11 +147,11 @@ def load_kubeconfig(path, context=None):
         raise KubeconfigError("kubeconfig %s: cluster %r has no server" % (path, ctx.get("cluster")))
     if cluster.get("proxy-url"):
         raise KubeconfigError("kubeconfig %s: proxy-url is not supported by this client; reach the "
-                          "API server directly" % path)
+                              "API server directly" % path)
     if user.get("auth-provider"):
         raise KubeconfigError("kubeconfig %s: user %r uses the legacy auth-provider %r; switch it to "
-                          "an exec credential plugin" % (path, ctx.get("user"),
-                                                         user["auth-provider"].get("name")))
+                              "an exec credential plugin" % (path, ctx.get("user"),
+                                                             user["auth-provider"].get("name")))
     conf = {"server": cluster["server"].rstrip("/"), "namespace": ctx.get("namespace") or "default",
             "ca": _pem(cluster, "certificate-authority", base),
             "insecure": bool(cluster.get("insecure-skip-tls-verify")),

@@ -7,7 +7,8 @@ A module that needs YAML checks ``HAS_YAML`` first and fails with
 """
 
 try:
-    import yaml  # noqa: F401  pylint: disable=unused-import  (re-exported)
+    # re-exported: from ansible.module_utils.lab_yaml import yaml
+    import yaml  # noqa: F401 pylint: disable=unused-import
     HAS_YAML = True
     YAML_IMPORT_ERROR = None
 except ImportError:  # the modules that need it fail with missing_required_lib
