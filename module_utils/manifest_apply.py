@@ -23,12 +23,20 @@ class ApplyError(LabError):
     """The API server refused to create or patch an object; the message names it and why."""
 
 
+def _check(mode):
+    if mode not in MODES:
+        raise ApplyError("apply=%r: choose one of %s" % (mode, ", ".join(MODES)))
+
+
 def _target(doc, objects):
+    """drift()'s entry of this manifest: kind and name, and its namespace when it names one."""
+    meta = doc["metadata"]
+    wanted = (doc["apiVersion"], doc["kind"], meta["name"])
     for entry in objects:
-        meta = doc["metadata"]
-        if (entry["api_version"], entry["kind"], entry["name"]) == (doc["apiVersion"], doc["kind"], meta["name"]):
+        same = (entry["api_version"], entry["kind"], entry["name"]) == wanted
+        if same and meta.get("namespace") in (None, entry["namespace"]):
             return entry
-    raise ApplyError("%s %s is not among the compared objects" % (doc["kind"], doc["metadata"]["name"]))
+    raise ApplyError("%s %s is not among the compared objects" % (doc["kind"], meta["name"]))
 
 
 def apply(kube, found, mode, check_mode=False):
@@ -36,8 +44,7 @@ def apply(kube, found, mode, check_mode=False):
 
     `found` is drift()'s result. Returns the list of {api_version, kind, name, namespace,
     action} entries (action: created or patched; in check mode what would be done)."""
-    if mode not in MODES:
-        raise ApplyError("apply=%r: choose one of %s" % (mode, ", ".join(MODES)))
+    _check(mode)
     if mode == "none":
         return []
     todo = [(doc, "created") for doc in found["missing"]]
@@ -75,8 +82,7 @@ def apply(kube, found, mode, check_mode=False):
 
 def converge(kubeconfig, context, found, mode, check_mode=False):
     """apply() with a client of its own, made only when there is something to apply."""
-    if mode not in MODES:
-        raise ApplyError("apply=%r: choose one of %s" % (mode, ", ".join(MODES)))
+    _check(mode)
     pending = {"none": [], "missing": found["missing"], "drift": found["to_apply"]}[mode]
     if not pending:
         return []

@@ -69,3 +69,14 @@ def test_a_refused_create_names_the_object_and_the_reason(module_runner, cluster
 def test_an_unknown_apply_mode_is_refused_by_the_argument_spec(module_runner, cluster, namespace):
     out = run(module_runner, cluster, [configmap(namespace, "x", "1")], "everything")
     assert out["failed"] and "apply" in out["msg"] and "drift" in out["msg"]
+
+
+def test_one_name_in_two_namespaces_goes_to_each(module_runner, cluster, kube):
+    spaces = ["apply-twin-a", "apply-twin-b"]
+    wanted = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in spaces]
+    wanted += [configmap(n, "same", n) for n in spaces]
+    out = run(module_runner, cluster, wanted, "missing")
+    assert not out["failed"], out.get("msg")
+    assert [(a["kind"], a["namespace"]) for a in out["applied"]][2:] == [("ConfigMap", n) for n in spaces]
+    for n in spaces:
+        assert kube.get("/api/v1/namespaces/%s/configmaps/same" % n)["data"] == {"any": n}
