@@ -88,7 +88,10 @@ class ActionModule(ActionBase):
 
         # the library's module_utils (adjacent or configured) resolve as ansible.module_utils.X,
         # as inside an AnsiballZ payload; collections' module_utils import by their own names
-        for folder in reversed(module_utils_loader._get_paths()):  # pylint: disable=protected-access
+        # subdirs=False, as Ansible's own callers of module_utils_loader ask (its path cache keeps
+        # the first answer: with subfolders, module_utils/lab_grader/common.py would shadow
+        # ansible.module_utils.common, and every AnsiballZ payload built afterwards breaks)
+        for folder in reversed(module_utils_loader._get_paths(subdirs=False)):  # pylint: disable=protected-access
             if folder not in ansible.module_utils.__path__ and os.path.isdir(folder):
                 ansible.module_utils.__path__.insert(0, folder)
         encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)

@@ -113,13 +113,15 @@ for n in ${BENCH_HOSTS:-1 2 4}; do
   if [ "${BENCH_BUILD:-}" = 1 ]; then
     # each host building for itself: N cold builds at once on this machine's cores
     t0=$(now)
+    builds=()
     for ((i = 1; i <= n; i++)); do
       ( out=$work/build-$i; mkdir -p "$out"
         for c in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
           GOCACHE=$work/gocache-$i GOFLAGS=-mod=readonly GOPROXY=off toolchain/build.sh "$c" "$out" >>"$work/build-$i.log" 2>&1
         done ) &
+      builds+=($!)
     done
-    wait
+    wait "${builds[@]}"   # the builds only: a bare `wait` would also wait for sshd, which never ends
     t1=$(now)
     built=$(du -scm "$work"/build-*/ | tail -1 | cut -f1)
     rm -rf "$work"/gocache-* "$work"/build-*/

@@ -9,7 +9,11 @@ name: lab_report
 type: stdout
 short_description: The default output, with plain-text reports and quiet expected failures
 description:
-  - Everything is printed as by C(ansible.builtin.default), except two things.
+  - Everything is printed as by C(ansible.builtin.default), except three things.
+  - A task whose vars set C(lab_report_say) prints, after its usual status line, the
+    result's C(msg) as plain text - a module's own summary for a person (what containerd
+    would load, what the scheduler said, what a slot gets, how a rollout ended), without a
+    C(debug) task of its own for it.
   - A task whose vars set C(lab_report_plain) prints its message as plain text - a
     C(debug) msg as it is, one line per line, unwrapped and unquoted, instead of a YAML dump;
     a failure as C(FAILED) and its message, without the source excerpt of the playbook. The
@@ -42,6 +46,10 @@ class CallbackModule(DefaultCallback):
             self._display.display(text.rstrip("\n"))
             return
         super().v2_runner_on_ok(result)
+        task_vars = getattr(result._task, "vars", None) or {}
+        if task_vars.get("lab_report_say") and isinstance(text, str) and text and self._display.verbosity < 1:
+            for line in text.rstrip("\n").split("\n"):
+                self._display.display("  " + line)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if self._plain(result) and not ignore_errors and self._display.verbosity < 2:

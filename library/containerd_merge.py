@@ -53,6 +53,37 @@ options:
       - The text of a C(containerd config dump) taken on the node; its runtimes become the
         observation. Mutually exclusive with O(observed_runtimes).
     type: str
+  observe:
+    description:
+      - Run the host's own containerd (the one on its PATH) as C(containerd --config PATH config
+        dump), with O(path) as PATH, and take its runtimes as the observation - what that
+        containerd's next start loads from the config (a running daemon may hold an older one;
+        C(crictl info) shows that). Only reads, also in check mode.
+      - Mutually exclusive with O(observed_runtimes) and O(observed_dump); refused with a
+        O(root) other than C(/) (the binary reads the imports as the host's own paths).
+    type: bool
+    default: false
+  fail_on_broken_default:
+    description:
+      - Fail when a restart would leave the default runtime unconfigured (RV(default_runtime_name)
+        not among RV(predicted_runtimes)), with RV(findings) as the message. The report of
+        O(dest) is written first - it is the observation.
+    type: bool
+    default: false
+  expect_main_runtimes:
+    description:
+      - Runtime names the main file must define; fail, naming what the parser read, when one is
+        missing (e.g. right after writing the files, to read them back).
+    type: list
+    elements: str
+    default: []
+  expect_dropin_runtimes:
+    description:
+      - Runtime names the imported files must define; fail, naming the files that were loaded,
+        when one is missing (an C(imports) that does not reach them).
+    type: list
+    elements: str
+    default: []
   dest:
     description:
       - Write the five-line report here (C(MAIN_RUNTIMES), C(DROPIN_RUNTIMES), C(CONFLICT),
@@ -96,10 +127,18 @@ EXAMPLES = r"""
     containerd_version: "1.7"
   register: merge
 
-- name: Stop when a restart would lose the default runtime
-  ansible.builtin.assert:
-    that: merge.default_runtime_name in merge.predicted_runtimes
-    fail_msg: "{{ merge.findings | join(' ') }}"
+- name: Stop when a restart would lose the default runtime, judged against the host's own dump
+  containerd_merge:
+    path: /etc/containerd/config.toml
+    containerd_version: "1.6.20"
+    observe: true
+    fail_on_broken_default: true
+
+- name: Read back files just written - the parser must see the runtimes they declare
+  containerd_merge:
+    path: /etc/containerd/config.toml
+    expect_main_runtimes: [runc]
+    expect_dropin_runtimes: [nvidia]
 
 - name: Write the lab's merge.txt with the incident-day observation
   containerd_merge:
@@ -109,6 +148,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: The predicted runtimes, then RV(findings), one per line.
+  returned: success
+  type: str
+  sample: "containerd 1.6 would load: nvidia\\nThe drop-in ... replaces the whole ..."
 main_runtimes:
   description: Runtime names the main file defines directly.
   returned: success
@@ -188,7 +232,7 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.containerd_loader import ConfigError  # noqa: E402
-from ansible.module_utils.containerd_merge_report import ObservationError, merge_check  # noqa: E402
+from ansible.module_utils.containerd_merge_report import JudgmentFailed, ObservationError, merge_check  # noqa: E402
 from ansible.module_utils.lab_files import REPORT_ARGS, LabFileError  # noqa: E402
 
 
@@ -199,6 +243,10 @@ def main():
             containerd_version=dict(type="str", default="1.7"),
             observed_runtimes=dict(type="list", elements="str"),
             observed_dump=dict(type="str"),
+            observe=dict(type="bool", default=False),
+            fail_on_broken_default=dict(type="bool", default=False),
+            expect_main_runtimes=dict(type="list", elements="str", default=[]),
+            expect_dropin_runtimes=dict(type="list", elements="str", default=[]),
             working_dir=dict(type="path", default="/"),
             root=dict(type="path", default="/"),
             **REPORT_ARGS
@@ -214,6 +262,8 @@ def main():
             mistake=exc.mistake, message=exc.message))
     except (ObservationError, LabFileError) as exc:
         module.fail_json(msg=str(exc))
+    except JudgmentFailed as exc:
+        module.fail_json(msg=str(exc), **exc.result)
     module.exit_json(**result)
 
 

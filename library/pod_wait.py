@@ -87,6 +87,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: The condition's reason and message (or the phase), in one line; with a kept record, what the Pod shows now.
+  returned: success
+  type: str
+  sample: "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu. ..."
 phase:
   description: The Pod's phase at the last read.
   returned: success

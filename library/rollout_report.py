@@ -36,17 +36,27 @@ options:
     type: int
     default: 120
   settle:
-    description: Consecutive identical reads (one per second) that make a stall.
+    description:
+      - Consecutive identical reads (one per second) that make a stall, where the DaemonSet
+        controller's own rule does not already say it can do nothing more.
+      - That rule (Kubernetes 1.36 C(pkg/controller/daemon/update.go), rolling update without
+        surge) ends the wait at the first read showing it - every desired node has its one
+        Pod, none terminating, every old Pod Ready, the new Pods the scheduler refused number
+        maxUnavailable (scaled from desired, rounded up) and the status agrees with the Pods.
+        With maxSurge, minReadySeconds or OnDelete the settle reads decide.
     type: int
     default: 3
   wait_for:
     description:
       - C(settled) ends the wait when the rollout is complete or has stalled.
       - C(complete) waits for a complete rollout only (every Pod of the current template
-        Ready), e.g. before pushing an update - and for it to stay complete and unchanged for
-        O(settle) reads, so the controller is not still catching up (on a 500-node kwok
-        cluster an update pushed at the first complete read replaced 196 Pods at once). A
-        stall then runs into the timeout.
+        Ready), e.g. before pushing an update. It ends at once when the desired count is
+        every node of the cluster (counted from one listed item and the API server's
+        remainingItemCount); with fewer - a selector, or fresh nodes still carrying the
+        not-ready:NoSchedule taint that DaemonSet Pods do not tolerate, so the controller
+        counts them in later - the rollout must stay complete and unchanged for O(settle)
+        reads (on a 500-node kwok cluster an update pushed at the first complete read
+        replaced 196 Pods at once). A stall then runs into the timeout.
     type: str
     choices: [settled, complete]
     default: settled
@@ -89,6 +99,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: The outcome, the wait, the report in one line, and the scheduler's message.
+  returned: success
+  type: str
+  sample: "stalled after 0.3s: DESIRED=3, UPDATED=1, READY=2, OLD_IMAGE_PODS=2, MAX_UNAVAILABLE=1, BLOCKER=insufficient-memory; scheduler: 0/3 nodes ..."
 outcome:
   description:
     - C(complete), C(stalled) or C(timeout); with O(wait_timeout=0) C(complete), C(stalled) or

@@ -124,6 +124,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: What a slot gets, in one sentence.
+  returned: success
+  type: str
+  sample: "20 slots on 4 GPUs; guaranteed memory per slot 0 GiB; each GPU's 40 GiB shared by its 5 slots; isolation none."
 strategy:
   description: C(time-slicing), C(mps) or C(none), as the plugin decides it.
   returned: success

@@ -622,6 +622,10 @@ def advertised_slots(module):
                        p["resource"], compute_capability=p["compute_capability"],
                        memory_total_mib=p["memory_total_mib"])
     result = dict(table, changed=False, report=slots_report(table))
+    result["msg"] = ("%s slots on %s GPUs; guaranteed memory per slot %s GiB; each GPU's %s GiB shared "
+                     "by its %s slots; isolation %s." % (
+                         table["advertised"], table["physical_gpus"], table["vram_guaranteed_per_slot_gib"],
+                         table["vram_shared_per_gpu_gib"], table["replicas"], table["isolation"]))
     if p["dest"]:
         result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],
                                  backup=p["backup"], raise_errors=True))

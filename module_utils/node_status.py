@@ -227,6 +227,20 @@ def _patch(kube, patches, existing, workers, created):
                               changed_nodes=[n for n in changed_nodes
                                              if not any(f.startswith(n + ":") for f in failed)],
                               created=created)
+    # the answer is what the API server stored: it must show what was sent (an admission
+    # plugin or webhook may change or drop a node's status)
+    differ = []
+    for name in changed_nodes:
+        status = existing[name].get("status") or {}
+        for field, amounts in patches[name].items():
+            for resource, want in amounts.items():
+                have = (status.get(field) or {}).get(resource)
+                if not same_amount(have, want):
+                    differ.append("%s %s %s=%s (sent %s)" % (name, field, resource, have, want))
+    if differ:
+        raise NodeStatusError("the API server stored other amounts than were sent: %s - an admission "
+                              "plugin or webhook changes node status" % "; ".join(differ[:5]),
+                              changed_nodes=changed_nodes, created=created)
 
 
 def shape_nodes(params, check_mode=False, diff=False):

@@ -97,4 +97,22 @@ def wait_pod(module):
         result["condition"] = condition(pod or {}, p["condition"]["type"])
     if p["record"]:
         _record(module, p, result)
+    result["msg"] = summary(result, p)
     return result
+
+
+def summary(result, p):
+    """One line for a person: the recorded (or seen) reason and message, the phase without a
+    condition, and the Pod now when an earlier record was kept."""
+    cond = result.get("condition") or {}
+    if result.get("recorded"):
+        reason, _, message = result["recorded"].strip().partition("\n")
+        said = "%s: %s" % (reason, message.strip())
+    elif p["condition"]:
+        said = cond.get("reason") or "%s=%s" % (p["condition"]["type"], cond.get("status"))
+        said += ": " + cond["message"] if cond.get("message") else ""
+    else:
+        said = "Pod %s/%s is %s" % (p["namespace"], p["name"], result.get("phase"))
+    if result.get("kept_existing"):
+        said += " (recorded earlier; the Pod is now %s)" % result.get("phase")
+    return said.strip()

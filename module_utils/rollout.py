@@ -84,12 +84,13 @@ def snapshot(kube, namespace, name, with_pods=True):
                       labelSelector=selector) if with_pods else None
     # a Pod being deleted (deletionTimestamp set) is on its way out: on a real node it stays
     # listed while its container stops, and counting it would see one old Pod too many
-    pods = [p for p in pods or [] if any(ref.get("uid") == meta["uid"]
-                                         for ref in p["metadata"].get("ownerReferences") or [])
-            and not p["metadata"].get("deletionTimestamp")]
+    owned = [p for p in pods or [] if any(ref.get("uid") == meta["uid"]
+                                          for ref in p["metadata"].get("ownerReferences") or [])]
+    pods = [p for p in owned if not p["metadata"].get("deletionTimestamp")]
     images = sorted(c["image"] for c in spec["template"]["spec"]["containers"])
     rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate")
     max_unavailable = rolling.get("maxUnavailable") if rolling is not None else None
+    max_surge = (rolling or {}).get("maxSurge", 0)
     pod_rows = []
     for pod in pods:
         scheduled = condition(pod, "PodScheduled")
@@ -117,6 +118,9 @@ def snapshot(kube, namespace, name, with_pods=True):
         "available": status.get("numberAvailable") or 0,
         "unavailable": status.get("numberUnavailable") or 0,
         "max_unavailable": max_unavailable,
+        "max_surge": max_surge,
+        "min_ready_seconds": spec.get("minReadySeconds") or 0,
+        "terminating": len(owned) - len(pods),
         "template_images": images,
         "template_containers": spec["template"]["spec"]["containers"],
         "selector": selector,
@@ -159,15 +163,59 @@ def status_complete(snap):
             and snap["updated"] == snap["desired"] and snap["ready"] == snap["desired"])
 
 
+def scaled(value, total):
+    """An int-or-percent of a rolling update, as the controller scales it
+    (intstrutil.GetScaledValueFromIntOrPercent with roundUp): "10%" of 25 -> 3."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if text.endswith("%") and text[:-1].isdigit():
+        return -(-int(text[:-1]) * total // 100)
+    return int(text) if text.isdigit() else 0
+
+
+def stall_is_final(snap):
+    """True when the DaemonSet controller will delete and create nothing more, by its own rule
+    (pkg/controller/daemon/update.go, rollingUpdate without surge, Kubernetes 1.36): every
+    desired node has its one Pod, no Pod is terminating, no old Pod is unavailable (those it
+    replaces at once), and the new Pods the scheduler refused (Unschedulable: they stay
+    unavailable) already number maxUnavailable (scaled from desired, rounded up; 1 when surge
+    and unavailability are both 0), so no old Pod may be deleted. The status must also agree
+    with the Pods listed, since the report's numbers come from it. With surge, minReadySeconds
+    or anything else the rule does not decide, False: the caller settles instead."""
+    if snap["observed_generation"] != snap["generation"] or snap["terminating"]:
+        return False
+    desired = snap["desired"]
+    surge = scaled(snap["max_surge"], desired)
+    unavailable = scaled(snap["max_unavailable"], desired)
+    if surge or snap["min_ready_seconds"] or snap["max_unavailable"] is None:
+        return False
+    unavailable = unavailable or 1
+    pods = snap["pods"]
+    new = [p for p in pods if p["images"] == snap["template_images"]]
+    old = [p for p in pods if p["images"] != snap["template_images"]]
+    refused = [p for p in new if p["unschedulable"]]
+    return (len(pods) == desired and snap["current"] == desired and all(p["ready"] for p in old)
+            and bool(refused) and len(refused) >= unavailable
+            and snap["updated"] == len(new) and snap["ready"] == sum(1 for p in pods if p["ready"]))
+
+
 def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pause=time.sleep,
-                 until_complete=False, peek=None):
-    """Poll read() until the rollout is complete, or stalled with its status unchanged
-    for `settle` consecutive reads. With until_complete only a complete rollout ends the
-    wait, and only once it has been complete and unchanged for `settle` reads; then
-    peek() (the DaemonSet without its Pods), when given, is read first and the Pods are
-    listed only once its status says complete - listing thousands of Pods every second
-    was the API server's largest load while a fleet's DaemonSet was rolling out.
-    Returns (snapshot, verdict, waited_seconds, reason)."""
+                 until_complete=False, peek=None, node_count=None):
+    """Poll read() until the rollout is complete, or stalled. A stall ends the wait at once
+    when stall_is_final() says the controller can do nothing more, else once its status has
+    been unchanged for `settle` consecutive reads. With until_complete only a complete
+    rollout ends the wait: at once when its desired count is every node of the cluster
+    (node_count(), when given: the controller cannot be about to count a node it has not
+    seen - fresh nodes carry the node lifecycle controller's not-ready:NoSchedule taint,
+    which DaemonSet Pods do not tolerate, so desired grows as those taints go), else once it
+    has been complete and unchanged for `settle` reads. peek() (the DaemonSet without its
+    Pods), when given, is read first and the Pods are listed only once its status says
+    complete - listing thousands of Pods every second was the API server's largest load
+    while a fleet's DaemonSet was rolling out. Returns (snapshot, verdict, waited_seconds,
+    reason)."""
     start = clock()
     previous, same = None, 0
     if timeout <= 0:  # one read: say what it shows
@@ -190,13 +238,24 @@ def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pa
         previous = parts
         # until_complete (before pushing an update): complete and unchanged for `settle`
         # reads, so the controller is not still catching up with what it just did
-        if verdict["complete"] and (not until_complete or same >= settle - 1):
+        if verdict["complete"] and (not until_complete or same >= settle - 1
+                                    or (node_count is not None and snap["desired"] == node_count())):
             return snap, verdict, clock() - start, "complete"
-        if verdict["stalled"] and same >= settle - 1 and not until_complete:
+        if verdict["stalled"] and not until_complete and (same >= settle - 1 or stall_is_final(snap)):
             return snap, verdict, clock() - start, "stalled"
         if clock() - start >= timeout:
             return snap, verdict, clock() - start, "timeout"
         pause(interval)
+
+
+def count_nodes(kube):
+    """The cluster's Nodes, counted from one item and the API server's remainingItemCount
+    (a full list of thousands of Nodes takes seconds); listed when the count is not given."""
+    page = kube.get("/api/v1/nodes", params={"limit": "1"})
+    remaining = (page.get("metadata") or {}).get("remainingItemCount")
+    if remaining is not None:
+        return len(page.get("items") or []) + int(remaining)
+    return len(kube.items("/api/v1/nodes"))
 
 
 def rollout_report(verdict):
@@ -217,12 +276,15 @@ def report_rollout(module):
     def peek():
         return snapshot(kube, p["namespace"], p["name"], with_pods=False)
 
+    def node_count():
+        return count_nodes(kube)
+
     recorded = bool(p["dest"]) and os.path.exists(p["dest"]) and not p["overwrite"]
     timeout = 0 if recorded else p["wait_timeout"]
     try:
         snap, verdict, waited, state = wait_settled(read, timeout, settle=p["settle"],
                                                     until_complete=p["wait_for"] == "complete",
-                                                    peek=peek)
+                                                    peek=peek, node_count=node_count)
     except KubeError as exc:
         raise RolloutError("cannot read DaemonSet %s/%s: %s" % (p["namespace"], p["name"], exc))
     result = dict(verdict, changed=False, outcome=state, waited=round(waited, 1),
@@ -241,4 +303,7 @@ def report_rollout(module):
     if p["dest"]:
         result.update(write_text(module, p["dest"], result["report"], mode=p["mode"],
                                  backup=p["backup"], force=p["overwrite"], raise_errors=True))
+    result["msg"] = "%s after %ss: %s; scheduler: %s" % (
+        state, result["waited"], result["report"].strip().replace("\n", ", "),
+        verdict["blocker_message"] or "-")
     return result

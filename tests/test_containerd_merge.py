@@ -193,3 +193,59 @@ def test_unversioned_files_on_containerd_2(lab, module_runner, version, runtimes
     out = module_runner(containerd_merge.main, args(lab, containerd_version=version))
     assert out["predicted_runtimes"] == runtimes
     assert any("labelled 3" in f for f in out["findings"]) is labelled
+
+
+def test_observe_runs_the_hosts_own_containerd_config_dump(lab, module_runner, containerd_oracle, monkeypatch):
+    """observe: the real containerd 1.6.20 on PATH, asked for its dump of the incident pair (no
+    daemon): it loads only the drop-in's nvidia, as the model predicts, and says so in the
+    report's LOADED_RUNTIMES."""
+    monkeypatch.setenv("PATH", os.path.dirname(containerd_oracle) + os.pathsep + os.environ["PATH"])
+    out = module_runner(containerd_merge.main, args(lab, observe=True), check_mode=True)
+    assert not out["failed"], out
+    assert out["observed_runtimes"] == out["predicted_runtimes"] == ["nvidia"]
+    assert out["report"] == EXPECTED_REPORT.replace("LOADED_RUNTIMES=runc", "LOADED_RUNTIMES=nvidia")
+    under = module_runner(containerd_merge.main, args(lab, observe=True, root=str(lab)))
+    assert under["failed"] and "not under root=" in under["msg"]
+
+
+def test_observe_without_containerd_or_with_one_that_fails_says_so(lab, module_runner, monkeypatch, tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setattr("node_commands.SBIN", ())
+    monkeypatch.setenv("PATH", str(empty))
+    dest = lab / "merge.txt"
+    out = module_runner(containerd_merge.main, args(lab, observe=True, dest=str(dest)))
+    assert out["failed"] and "no containerd on this host's PATH" in out["msg"] and not dest.exists()
+    broken = empty / "containerd"
+    broken.write_text("#!/bin/sh\necho 'containerd: failed to load TOML: (10, 1): parsing error' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    out = module_runner(containerd_merge.main, args(lab, observe=True, dest=str(dest)))
+    assert out["failed"] and "exit 1" in out["msg"] and "parsing error" in out["msg"] and not dest.exists()
+    assert "--config %s config dump" % (lab / "config.toml") in out["msg"]
+    both = module_runner(containerd_merge.main, args(lab, observe=True, observed_runtimes=["runc"]))
+    assert both["failed"] and "without observed_runtimes and observed_dump" in both["msg"]
+
+
+def test_expected_runtimes_fail_naming_what_the_parser_read(lab, module_runner):
+    ok = module_runner(containerd_merge.main, args(lab, expect_main_runtimes=["runc"],
+                                                   expect_dropin_runtimes=["nvidia"]))
+    assert not ok["failed"], ok
+    (lab / "config.toml").write_text(MAIN.format(dir=lab / "elsewhere"))   # imports reach nothing
+    out = module_runner(containerd_merge.main, args(lab, expect_main_runtimes=["runc"],
+                                                    expect_dropin_runtimes=["nvidia"]))
+    assert out["failed"] and out["dropin_runtimes"] == []
+    assert "the drop-ins [] (files loaded: none), where nvidia were expected" in out["msg"], out["msg"]
+    assert "imports" in out["msg"]
+
+
+def test_a_broken_default_fails_after_writing_the_report(lab, module_runner):
+    """fail_on_broken_default: the incident pair under 1.6 loses runc, so the default
+    runtime is gone - the module fails with its findings; merge.txt is the observation and is
+    written first."""
+    dest = lab / "merge.txt"
+    out = module_runner(containerd_merge.main, args(lab, observed_runtimes=["runc"], dest=str(dest),
+                                                    fail_on_broken_default=True))
+    assert out["failed"] and "default_runtime_name = 'runc'" in out["msg"]
+    assert dest.read_text() == EXPECTED_REPORT
+    fine = module_runner(containerd_merge.main, args(lab, containerd_version="2.2", fail_on_broken_default=True))
+    assert not fine["failed"] and "runc" in fine["predicted_runtimes"]

@@ -4,6 +4,7 @@ What it does on the wire against a real API server is in tests/cluster/.
 """
 import base64
 import os
+import ssl
 import stat
 import textwrap
 
@@ -178,3 +179,19 @@ def test_a_kept_alive_connection_the_server_closed_is_reopened(tmp_path, monkeyp
     kube._conn = None
     with pytest.raises(lab_kube.KubeError, match="cannot reach the API server"):
         kube.get("/version")
+
+
+def test_with_a_ca_in_the_kubeconfig_only_that_ca_is_trusted(tmp_path):
+    """As client-go builds its pool from the CA data alone; without one, the system's roots."""
+    import subprocess
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(tmp_path / "ca.key"), "-out", str(tmp_path / "ca.crt"), "-days", "1",
+                    "-subj", "/CN=lab-test-ca"], check=True, capture_output=True)
+    conf = {"insecure": False, "ca": (tmp_path / "ca.crt").read_bytes(), "cert": None, "key": None}
+    ctx = lab_kube._ssl_context(conf)
+    assert [dict(c["subject"][0])["commonName"] for c in ctx.get_ca_certs()] == ["lab-test-ca"]
+    assert ctx.check_hostname and ctx.verify_mode == ssl.CERT_REQUIRED
+    system = lab_kube._ssl_context(dict(conf, ca=None))
+    assert system.verify_mode == ssl.CERT_REQUIRED and system.check_hostname
+    insecure = lab_kube._ssl_context(dict(conf, insecure=True))
+    assert insecure.verify_mode == ssl.CERT_NONE and not insecure.check_hostname

@@ -1,5 +1,6 @@
 """node_resources: input validation (its cluster behaviour is in Molecule's step6)."""
 import node_resources
+import pytest
 from ansible.module_utils import node_status
 
 
@@ -116,3 +117,22 @@ def test_wait_ready_gives_up_at_the_timeout_naming_the_rest():
                     [[("MODIFIED", node("b", True, "3"))]] + [[] for _ in range(20)])
     pending, waited = node_status.wait_ready(kube, ["a", "b"], {}, 30, clock=lambda: next(ticks))
     assert pending == ["a"] and waited >= 30
+
+
+def test_a_patch_the_api_server_stored_otherwise_fails_naming_the_node():
+    """The patch answer is the node as stored: an amount other than the one sent (an admission
+    webhook rewrote it) fails instead of being reported as advertised."""
+    class Kube:
+        def __init__(self, stored):
+            self.stored = stored
+
+        def each(self, work, items, workers=8):
+            return [(name, {"metadata": {"name": name}, "status": {"allocatable": {"nvidia.com/gpu": self.stored}}},
+                     None) for name in items]
+
+    patches = {"lab-node-1": {"allocatable": {"nvidia.com/gpu": "20"}}}
+    existing = {"lab-node-1": {}}
+    node_status._patch(Kube("20"), patches, existing, 1, [])
+    assert existing["lab-node-1"]["status"]["allocatable"]["nvidia.com/gpu"] == "20"
+    with pytest.raises(node_status.NodeStatusError, match=r"lab-node-1 allocatable nvidia.com/gpu=4 \(sent 20\)"):
+        node_status._patch(Kube("4"), patches, {"lab-node-1": {}}, 1, [])

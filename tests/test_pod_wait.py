@@ -29,3 +29,16 @@ def test_reached():
     assert pod_state.reached(pod, None, {"type": "Ready", "status": "True"})
     assert not pod_state.reached(pod, "Running", {"type": "PodScheduled", "status": "False"})
     assert not pod_state.reached(None, "Running", None)
+
+
+def test_the_line_for_a_person():
+    """msg: the recorded reason and message on one line; a kept record says what the Pod is now."""
+    p = {"namespace": "gpu-lab", "name": "cuda-probe", "condition": {"type": "PodScheduled", "status": "False"}}
+    recorded = {"recorded": "Unschedulable\n0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n",
+                "phase": "Pending"}
+    assert pod_state.summary(recorded, p) == "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    kept = dict(recorded, kept_existing=True, phase="Running")
+    assert pod_state.summary(kept, p).endswith("(recorded earlier; the Pod is now Running)")
+    seen = {"condition": {"status": "True"}, "phase": "Running"}
+    assert pod_state.summary(seen, dict(p, condition={"type": "Ready", "status": "True"})) == "Ready=True"
+    assert pod_state.summary({"phase": "Running"}, dict(p, condition=None)) == "Pod gpu-lab/cuda-probe is Running"

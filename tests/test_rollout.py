@@ -28,11 +28,11 @@ def test_blocker_from_the_schedulers_message(message, blocker):
     assert ro.blocker_from_message(message) == blocker
 
 
-def snap(updated, ready, pods, generation=2, observed=2):
-    return {"generation": generation, "observed_generation": observed, "desired": 3,
-            "current": 3, "updated": updated, "ready": ready, "available": ready,
-            "unavailable": 3 - ready, "max_unavailable": 1,
-            "template_images": ["new"], "pods": pods}
+def snap(updated, ready, pods, generation=2, observed=2, max_unavailable=1, max_surge=0, desired=3):
+    return {"generation": generation, "observed_generation": observed, "desired": desired,
+            "current": desired, "updated": updated, "ready": ready, "available": ready,
+            "unavailable": desired - ready, "max_unavailable": max_unavailable, "max_surge": max_surge,
+            "min_ready_seconds": 0, "terminating": 0, "template_images": ["new"], "pods": pods}
 
 
 def pod(name, image, ready=True, unschedulable=False, message=None):
@@ -60,9 +60,11 @@ def test_a_completed_rollout_reports_no_blocker():
     assert verdict["complete"] and verdict["blocker"] == "none" and not verdict["stalled"]
 
 
-def test_wait_needs_the_status_to_stop_moving():
+def test_wait_needs_the_status_to_stop_moving_where_the_controllers_rule_does_not_decide():
+    """With surge the controller's rule is not modelled: a stall must hold for three reads."""
     moving = snap(0, 3, [pod("a", "old"), pod("b", "old"), pod("c", "old")], observed=1)
-    reads = iter([moving, STALLED, STALLED, STALLED])
+    surging = dict(STALLED, max_surge=1)
+    reads = iter([moving, surging, surging, surging])
     clock = iter(range(100))
     snapshot, verdict, waited, state = ro.wait_settled(lambda: next(reads), timeout=60,
                                                        clock=lambda: next(clock),
@@ -176,3 +178,84 @@ def test_a_terminating_pod_is_not_counted():
     snap = ro.snapshot(_FakeKube(ds, pods), "ns", "t")
     assert sorted(x["name"] for x in snap["pods"]) == ["a", "b", "d"]
     assert ro.judge(snap)["old_image_pods"] == 2
+
+
+def test_a_stall_the_controller_cannot_move_ends_the_wait_at_its_first_read():
+    """maxUnavailable 1, one new Pod refused by the scheduler, every old Pod Ready, status in
+    step with the Pods: the DaemonSet controller deletes and creates nothing more."""
+    moving = snap(0, 3, [pod("a", "old"), pod("b", "old"), pod("c", "old")], observed=1)
+    reads = iter([moving, STALLED, STALLED])
+    *_, state = ro.wait_settled(lambda: next(reads), timeout=60, pause=lambda s: None)
+    assert state == "stalled" and next(reads) is STALLED   # the second STALLED was not needed
+
+
+@pytest.mark.parametrize("why,changed", [
+    ("the status lags the Pods (updated 0, one new Pod listed)", {"updated": 0}),
+    ("the status lags the Pods (ready)", {"ready": 3}),
+    ("the spec is not observed yet", {"observed_generation": 1}),
+    ("a Pod is terminating", {"terminating": 1}),
+    ("maxUnavailable 2: the controller may still delete another old Pod", {"max_unavailable": 2}),
+    ("50% of 3 rounds up to 2", {"max_unavailable": "50%"}),
+    ("surge", {"max_surge": 1}),
+    ("minReadySeconds", {"min_ready_seconds": 10}),
+    ("no rolling update (OnDelete)", {"max_unavailable": None}),
+    ("a node without its Pod", {"desired": 4}),
+])
+def test_a_stall_the_rule_does_not_call_final(why, changed):
+    assert ro.stall_is_final(STALLED)
+    assert not ro.stall_is_final(dict(STALLED, **changed)), why
+
+
+def test_a_stall_is_final_when_refused_pods_reach_a_scaled_max_unavailable():
+    two = snap(2, 2, [pod("a", "old"), pod("b", "old"),
+                      pod("c", "new", ready=False, unschedulable=True, message=MEMORY_136),
+                      pod("d", "new", ready=False, unschedulable=True, message=MEMORY_136)],
+               max_unavailable="50%", desired=4)
+    assert ro.stall_is_final(two)
+    assert not ro.stall_is_final(dict(two, max_unavailable="75%"))   # 3 may be unavailable
+    pending = dict(two, pods=two["pods"][:3] + [pod("d", "new", ready=False)])
+    assert not ro.stall_is_final(pending)   # d may still start: not refused by the scheduler
+
+
+@pytest.mark.parametrize("value,total,want", [(1, 3, 1), ("10%", 25, 3), ("50%", 3, 2), ("100%", 3, 3),
+                                              ("0%", 3, 0), (None, 3, 0), ("2", 3, 2)])
+def test_int_or_percent_scaled_as_the_controller_does(value, total, want):
+    assert ro.scaled(value, total) == want
+
+
+def test_before_an_update_complete_ends_at_once_when_desired_is_every_node():
+    done = snap(3, 3, [pod(n, "new") for n in "abc"])
+    reads = iter([done, done])
+    *_, state = ro.wait_settled(lambda: next(reads), timeout=60, until_complete=True,
+                                node_count=lambda: 3, pause=lambda s: None)
+    assert state == "complete" and next(reads) is done   # one read was enough
+
+
+def test_before_an_update_complete_on_fewer_nodes_than_the_cluster_has_must_settle():
+    """Desired 3 of 5 nodes: two may still carry the not-ready:NoSchedule taint of fresh nodes."""
+    done = snap(3, 3, [pod(n, "new") for n in "abc"])
+    reads = iter([done, done, done, done])
+    clock = iter(range(100))
+    *_, state = ro.wait_settled(lambda: next(reads), timeout=60, until_complete=True, node_count=lambda: 5,
+                                clock=lambda: next(clock), pause=lambda s: None)
+    assert state == "complete" and next(reads) is done   # three reads used
+
+
+class _NodeKube:
+    def __init__(self, page, nodes):
+        self.page, self.nodes, self.listed = page, nodes, 0
+
+    def get(self, path, params=None):
+        assert path == "/api/v1/nodes" and params == {"limit": "1"}
+        return self.page
+
+    def items(self, path, **params):
+        self.listed += 1
+        return self.nodes
+
+
+def test_nodes_are_counted_from_one_item_and_the_remaining_count():
+    kube = _NodeKube({"items": [{}], "metadata": {"remainingItemCount": 4999}}, [])
+    assert ro.count_nodes(kube) == 5000 and kube.listed == 0
+    listed = _NodeKube({"items": [{}], "metadata": {"continue": "x"}}, [{}, {}, {}])
+    assert ro.count_nodes(listed) == 3 and listed.listed == 1   # no count given: listed

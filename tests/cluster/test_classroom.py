@@ -353,3 +353,119 @@ def test_teardown_one_host_then_the_class(classroom):
     assert everyone.returncode == 0, everyone.stdout[-3000:]
     for host in HOSTS:
         wait_for("%s's processes to end" % host, lambda: lab_processes(classroom.users[host]) == [], 30)
+
+
+class RootClass(Class):
+    """One trainee host reached as root over SSH (the test's sshd, a key in a root-only folder
+    under /run): the host where the real lab-node-1 can run. Its lab folder, binaries and node
+    state are folders of this run, so nothing of the controller's own lab is touched; the
+    kubelet and crictl are shipped like the control plane."""
+    HOST = "trainee-root"
+
+    def __init__(self, tmp):
+        super().__init__(tmp)
+        self.users = {self.HOST: "root"}
+        self.keys = pathlib.Path("/run/gpu-incident-lab-class-%s" % self.tag)
+        self.state = tmp / "trainee-state"
+        self.cluster = "class-%s-real" % self.tag
+
+    def start(self):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.dir / "host")], check=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.dir / "client")], check=True)
+        self.keys.mkdir(mode=0o700)
+        shutil.copy(self.dir / "client.pub", self.keys / "authorized_keys")
+        (self.keys / "authorized_keys").chmod(0o600)
+        (self.dir / "sshd_config").write_text(
+            "Port %d\nListenAddress 127.0.0.1\nHostKey %s\nPidFile %s\nAuthorizedKeysFile %s\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nAllowUsers root\n"
+            "PermitRootLogin prohibit-password\nSubsystem sftp internal-sftp\n"
+            % (self.port, self.dir / "host", self.dir / "sshd.pid", self.keys / "authorized_keys"))
+        os.makedirs("/run/sshd", exist_ok=True)
+        self.sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.dir / "sshd_config")],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "sshd.log", "w"))
+
+        def listening():
+            assert self.sshd.poll() is None, (self.dir / "sshd.log").read_text()
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", self.port)) == 0
+        wait_for("sshd listening on 127.0.0.1:%d" % self.port, listening, 30)
+        self.inventory.parent.mkdir()
+        (self.inventory.parent / "group_vars").mkdir()
+        (self.inventory.parent / "group_vars" / "all").symlink_to(ROOT / "inventory/group_vars/all")
+        host = {"ansible_host": "127.0.0.1", "ansible_port": self.port, "ansible_user": "root",
+                "ansible_ssh_private_key_file": str(self.dir / "client"),
+                "ansible_ssh_common_args": "-o UserKnownHostsFile=%s -o StrictHostKeyChecking=no"
+                                           % (self.dir / "known_hosts"),
+                "lab_real_node": True, "lab_cluster_name": self.cluster,
+                "lab_root": str(self.state / "gpuop"), "lab_bin_dir": str(self.state / "bin"),
+                "lab_port_base": 26000 + (self.port % 400) * 6}   # apart from the class fixture's 21000-25799
+        self.inventory.write_text(json.dumps({"all": {"children": {"trainees": {"hosts": {self.HOST: host}}}}}))
+
+    def stop(self):
+        kwokctl = self.state / "bin/kwokctl"
+        if (self.state / "node").exists():
+            subprocess.run([str(ROOT / ".venv/bin/ansible-playbook"), "-e", "lab_cluster_name=" + self.cluster,
+                            "-e", "lab_bin_dir=%s" % (self.state / "bin"), "-e", "lab_root=%s" % (self.state / "gpuop"),
+                            "playbooks/teardown.yml"], cwd=ROOT, capture_output=True, timeout=300)
+        if kwokctl.exists():
+            subprocess.run([str(kwokctl), "delete", "cluster", "--name", self.cluster], capture_output=True)
+        if self.sshd:
+            self.sshd.terminate()
+            self.sshd.wait(30)
+        shutil.rmtree(self.keys, ignore_errors=True)
+
+
+def node_processes(state):
+    """Processes whose command line names the trainee's node state folder (containerd, the
+    kubelet, shims, the forwarder)."""
+    out = subprocess.run(["pgrep", "-a", "-f", str(state / "node")], capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if "pgrep" not in line]
+
+
+@pytest.fixture(scope="module")
+def root_classroom(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the real node on a trainee host needs root there (and sshd here): run as root (CI does)")
+    if not os.access(SSHD, os.X_OK):
+        pytest.skip("no sshd (the classroom fixture installs it)")
+    cls = RootClass(tmp_path_factory.mktemp("rootclass"))
+    try:
+        cls.start()
+        cls.commands = readme_commands()
+        cls.first = cls.playbook(cls.commands[0])
+        cls.again = cls.playbook(cls.commands[0])
+        yield cls
+    finally:
+        cls.stop()
+
+
+def test_a_root_trainee_gets_the_real_node_over_ssh(root_classroom):
+    """The same instructor command, on a host reached as root over SSH with lab_real_node: the
+    kubelet and crictl are shipped with the control plane, lab-node-1 is a real kubelet on a
+    real containerd there, the rerun changes nothing, teardown leaves nothing of the node."""
+    cls, host = root_classroom, RootClass.HOST
+    first = cls.first
+    assert first.returncode == 0, first.stdout[-5000:] + first.stderr[-2000:]
+    line = re.search(r"^%s: ready - (.*)$" % host, first.stdout, re.M)
+    assert line and line.group(1).startswith("real node, cluster %s, 3 nodes Ready" % cls.cluster), first.stdout[-3000:]
+    assert "kubelet" in line.group(1) and "crictl" in line.group(1), line.group(1)   # shipped
+    for name in ("kubelet", "crictl", "kube-apiserver"):
+        assert hashlib.sha256((cls.state / "bin" / name).read_bytes()).digest() == \
+            hashlib.sha256((BIN / name).read_bytes()).digest(), name
+    kubeconfig = pathlib.Path.home() / ".kwok/clusters" / cls.cluster / "kubeconfig.yaml"
+    node = json.loads(subprocess.run([str(cls.state / "bin/kubectl"), "--kubeconfig", str(kubeconfig), "get", "node",
+                                      "lab-node-1", "-o", "json"], capture_output=True, text=True, check=True).stdout)
+    info = node["status"]["nodeInfo"]
+    assert info["containerRuntimeVersion"].startswith("containerd://"), info   # kwok nodes print no runtime
+    assert "kwok.x-k8s.io/node" not in (node["metadata"].get("annotations") or {}), node["metadata"]
+    ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
+    assert ready["status"] == "True" and ready["reason"] == "KubeletReady", ready
+    assert any("kubelet" in line for line in node_processes(cls.state)), node_processes(cls.state)
+    again = cls.again
+    assert again.returncode == 0 and recap(again.stdout)[host]["changed"] == 0, again.stdout[-4000:]
+    assert "%s: ready - real node" % host in again.stdout and "binaries already there" in again.stdout
+    down = cls.playbook(cls.commands[3])
+    assert down.returncode == 0, down.stdout[-3000:]
+    wait_for("the real node's processes to end", lambda: node_processes(cls.state) == [], 60)
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "gil-" + hashlib.sha1(cls.cluster.encode()).hexdigest()[:8] not in netns, netns

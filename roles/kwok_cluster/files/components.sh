@@ -13,6 +13,11 @@
 #     exited (its pid file is kept for the next run's check), or TIMEOUT seconds passed; prints
 #     one JSON line {"ready": .., "dead": [..], "waited": SECONDS}.
 #
+# components.sh up TIMEOUT CLUSTER_DIR KUBECTL KUBECONFIG KWOKCTL ARG...
+#     runs KWOKCTL ARG... (create cluster, or start cluster) and, when it succeeded, waits as
+#     wait-ready does, printing its JSON line (kwokctl's output is dropped); when kwokctl
+#     fails, its own output is on stderr and its exit code is the script's. One script run for the whole start of a cluster.
+#
 # kwokctl decides that a component runs when signal 0 reaches the pid in
 # pids/<component>.pid. A killed component that nobody has reaped yet (a
 # zombie: kwokctl detaches components, so their parent is init) still answers
@@ -82,6 +87,15 @@ case "$cmd" in
     fi
     printf '{"exists": %s, "dead": [%s], "ready": %s, "kubeconfig_fixed": %s}\n' \
       "$exists" "$dead" "$ready" "$fixed"
+    ;;
+  up)
+    [ $# -ge 5 ] || { echo "usage: components.sh up TIMEOUT CLUSTER_DIR KUBECTL KUBECONFIG KWOKCTL ARG..." >&2; exit 2; }
+    timeout=$1 dir=$2 kubectl=$3 kubeconfig=$4
+    shift 4
+    # kwokctl's own words only when it fails: over SSH with a terminal, stderr joins stdout, and
+    # stdout must stay the one JSON line
+    out=$("$@" 2>&1) || { rc=$?; printf '%s\n' "$out" >&2; exit "$rc"; }
+    exec "$0" wait-ready "$timeout" "$dir" "$kubectl" "$kubeconfig"
     ;;
   wait-ready)
     timeout=${1:?timeout in seconds}

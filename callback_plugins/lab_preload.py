@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Import the module runtime once, in the controller, before Ansible forks its workers."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: lab_preload
+type: aggregate
+short_description: The lab's modules' runtime imported once, before the workers fork
+description:
+  - Ansible forks one worker process per task and host. Where the lab's in-worker action
+    (action_plugins/lab_in_worker.py) runs a module inside that worker, the module imported
+    C(ansible.module_utils.basic) and the lab's module_utils afresh in every worker - 0.1 to
+    0.2 s of each task on the lab's 2-core machine. This callback imports them once in the
+    controller process when the run starts; every worker is a fork of it and finds them
+    imported.
+  - It prints nothing and changes no result. Modules that run the normal way (AnsiballZ - over
+    SSH, with become) are not affected. C(GPU_INCIDENT_LAB_IN_WORKER=0) turns it off with the
+    in-worker action.
+  - Loaded from the project's callback_plugins folder without being enabled (like a stdout
+    callback, it needs no C(callbacks_enabled) entry).
+version_added: "1.0.0"
+author: gpu-incident-lab contributors (@gpu-incident-lab)
+"""
+
+import importlib
+import os
+
+from ansible.plugins.callback import CallbackBase
+from ansible.plugins.loader import module_utils_loader
+
+SWITCH = "GPU_INCIDENT_LAB_IN_WORKER"
+# what nearly every lab module imports, and what the modules a lab run calls several times
+# import (containerd_merge, manifest_drift, node_resources); the rest is imported by the module
+# that needs it
+PRELOAD = ("ansible.module_utils.basic", "yaml", "ansible.module_utils.lab_errors",
+           "ansible.module_utils.lab_files", "ansible.module_utils.lab_kube",
+           "ansible.module_utils.lab_yaml", "ansible.module_utils.containerd_loader",
+           "ansible.module_utils.manifest_compare", "ansible.module_utils.manifest_apply",
+           "ansible.module_utils.node_status")
+
+
+def preload():
+    """Import PRELOAD, with the configured module_utils folders on ansible.module_utils' path as
+    the in-worker action puts them. What cannot be imported is left to the module (it fails
+    there with its own words). Returns the names imported."""
+    import ansible.module_utils  # pylint: disable=import-outside-toplevel
+    # Ansible's own module_utils first, before the lab's folders join the package's path
+    import ansible.module_utils.basic  # noqa: F401 pylint: disable=import-outside-toplevel,unused-import
+
+    # subdirs=False, as Ansible's own callers of module_utils_loader ask (its path cache keeps
+    # the first answer: with subfolders, module_utils/lab_grader/common.py would shadow
+    # ansible.module_utils.common, and every AnsiballZ payload built afterwards breaks)
+    for folder in reversed(module_utils_loader._get_paths(subdirs=False)):  # pylint: disable=protected-access
+        if folder not in ansible.module_utils.__path__ and os.path.isdir(folder):
+            ansible.module_utils.__path__.insert(0, folder)
+    done = []
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        done.append(name)
+    return done
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "lab_preload"
+    CALLBACK_NEEDS_ENABLED = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.preloaded = preload() if os.environ.get(SWITCH, "1") != "0" else []
