@@ -13,10 +13,18 @@ as the cluster has it - an update pushed by hand is never reverted by a field th
 leaves out.
 """
 
+import re
+import time
+
 from ansible.module_utils.lab_errors import LabError
 from ansible.module_utils.lab_kube import KubeError, client
 
 MODES = ("none", "missing", "drift")
+# kube-apiserver's ServiceAccount admission refuses a Pod until the namespace's ServiceAccount
+# exists - and the controller-manager makes "default" only after the namespace: a Pod created
+# right after its namespace meets this (kubectl users wait for it, as bench/bare-lab.sh does)
+_NO_SERVICE_ACCOUNT = re.compile(r"error looking up service account ([^/\s]+)/([^:\s]+)")
+SERVICE_ACCOUNT_TIMEOUT = 60
 
 
 class ApplyError(LabError):
@@ -64,7 +72,7 @@ def apply(kube, found, mode, check_mode=False):
             body["metadata"] = dict(doc["metadata"], namespace=entry["namespace"])
         try:
             if action == "created":
-                kube.create(kube.path(doc["apiVersion"], doc["kind"], None, entry["namespace"]), body)
+                _create(kube, kube.path(doc["apiVersion"], doc["kind"], None, entry["namespace"]), body)
             else:
                 path = kube.path(doc["apiVersion"], doc["kind"], entry["name"], entry["namespace"])
                 try:
@@ -78,6 +86,25 @@ def apply(kube, found, mode, check_mode=False):
             raise ApplyError("cannot %s %s %s%s: %s" % ("create" if action == "created" else "patch",
                                                         doc["kind"], entry["name"], where, exc))
     return done
+
+
+def _create(kube, path, body, timeout=SERVICE_ACCOUNT_TIMEOUT, clock=time.monotonic, pause=time.sleep):
+    """POST body; refused for a ServiceAccount not made yet, wait for it (bounded) and post again."""
+    try:
+        return kube.create(path, body)
+    except KubeError as exc:
+        match = _NO_SERVICE_ACCOUNT.search(str(exc)) if exc.status == 403 else None
+        if not match:
+            raise
+    namespace, name = match.groups()
+    deadline = clock() + timeout
+    while kube.get("/api/v1/namespaces/%s/serviceaccounts/%s" % (namespace, name), missing_ok=True) is None:
+        if clock() >= deadline:
+            raise KubeError(403, "Forbidden", "ServiceAccount %s/%s did not appear within %ds (the "
+                            "controller-manager makes it for a new namespace; is it running?)"
+                            % (namespace, name, timeout))
+        pause(0.1)   # poll interval of a wait bounded by timeout
+    return kube.create(path, body)
 
 
 def converge(kubeconfig, context, found, mode, check_mode=False):

@@ -1,4 +1,5 @@
 """manifest_drift: what counts as a difference (its cluster reads are in tests/cluster/)."""
+import pytest
 import manifest_drift
 from ansible.module_utils.manifest_compare import differences
 
@@ -58,3 +59,32 @@ def test_definitions_must_be_manifests(module_runner, tmp_path):
                                               "definitions": [None, {"apiVersion": "v1", "kind": "Pod",
                                                                      "metadata": {"name": "p"}}]})
     assert out["failed"] and "cannot load kubeconfig" in out["msg"]
+
+
+def test_a_pod_refused_for_a_service_account_not_made_yet_is_posted_again_once_it_exists():
+    """kube-apiserver's words when a Pod comes right after its namespace (seen on this lab)."""
+    from ansible.module_utils import manifest_apply
+    from ansible.module_utils.lab_kube import KubeError
+
+    class Kube:
+        def __init__(self, appears_after):
+            self.posts, self.reads, self.appears_after = 0, 0, appears_after
+
+        def create(self, path, body):
+            self.posts += 1
+            if self.reads < self.appears_after:
+                raise KubeError(403, "Forbidden", 'pods "cuda-probe" is forbidden: error looking up service '
+                                'account gpu-lab/default: serviceaccount "default" not found')
+            return body
+
+        def get(self, path, missing_ok=False):
+            assert path == "/api/v1/namespaces/gpu-lab/serviceaccounts/default"
+            self.reads += 1
+            return {} if self.reads >= self.appears_after else None
+
+    kube = Kube(appears_after=3)
+    assert manifest_apply._create(kube, "/api/v1/namespaces/gpu-lab/pods", {"x": 1}, pause=lambda s: None) == {"x": 1}
+    assert kube.posts == 2 and kube.reads == 3
+    clock = iter(range(0, 1000, 10))
+    with pytest.raises(KubeError, match="ServiceAccount gpu-lab/default did not appear within 60s"):
+        manifest_apply._create(Kube(appears_after=10 ** 6), "/p", {}, clock=lambda: next(clock), pause=lambda s: None)
