@@ -106,7 +106,7 @@ def summary(result, p):
     condition, and the Pod now when an earlier record was kept."""
     cond = result.get("condition") or {}
     if result.get("recorded"):
-        reason, _, message = result["recorded"].strip().partition("\n")
+        reason, message = (result["recorded"].strip().split("\n", 1) + [""])[:2]
         said = "%s: %s" % (reason, message.strip())
     elif p["condition"]:
         said = cond.get("reason") or "%s=%s" % (p["condition"]["type"], cond.get("status"))
