@@ -91,20 +91,7 @@ class Class:
             (ssh / "authorized_keys").chmod(0o600)
             for path in (ssh, ssh / "authorized_keys"):
                 shutil.chown(path, user, user)
-        (self.dir / "sshd_config").write_text(
-            "Port %d\nListenAddress 127.0.0.1\nHostKey %s\nPidFile %s\nAuthorizedKeysFile .ssh/authorized_keys\n"
-            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nAllowUsers %s\n"
-            "Subsystem sftp internal-sftp\n" % (self.port, self.dir / "host", self.dir / "sshd.pid",
-                                                " ".join(self.users.values())))
-        os.makedirs("/run/sshd", exist_ok=True)   # sshd's privilege separation folder
-        self.sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.dir / "sshd_config")],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "sshd.log", "w"))
-
-        def listening():
-            assert self.sshd.poll() is None, (self.dir / "sshd.log").read_text()
-            with socket.socket() as sock:
-                return sock.connect_ex(("127.0.0.1", self.port)) == 0
-        wait_for("sshd listening on 127.0.0.1:%d" % self.port, listening, 30)
+        self.start_sshd(".ssh/authorized_keys")
         self.inventory.parent.mkdir()
         # the lab's settings apply to an inventory beside them, as the README says
         (self.inventory.parent / "group_vars").mkdir()
@@ -118,6 +105,23 @@ class Class:
                            "lab_real_node": False, "lab_cluster_name": "class-%s-%d" % (self.tag, index),
                            "lab_port_base": 21000 + (self.port % 400) * 12 + index * 6}
         self.inventory.write_text(json.dumps({"all": {"children": {"trainees": {"hosts": hosts}}}}, indent=1))
+
+    def start_sshd(self, authorized_keys, extra=""):
+        """Debian's sshd on this run's loopback port, its own host key, for this class's users only."""
+        (self.dir / "sshd_config").write_text(
+            "Port %d\nListenAddress 127.0.0.1\nHostKey %s\nPidFile %s\nAuthorizedKeysFile %s\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nAllowUsers %s\n"
+            "%sSubsystem sftp internal-sftp\n" % (self.port, self.dir / "host", self.dir / "sshd.pid",
+                                                  authorized_keys, " ".join(self.users.values()), extra))
+        os.makedirs("/run/sshd", exist_ok=True)   # sshd's privilege separation folder
+        self.sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.dir / "sshd_config")],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "sshd.log", "w"))
+
+        def listening():
+            assert self.sshd.poll() is None, (self.dir / "sshd.log").read_text()
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", self.port)) == 0
+        wait_for("sshd listening on 127.0.0.1:%d" % self.port, listening, 30)
 
     def playbook(self, command, timeout=900, inventory=None, reports=None, env=None):
         argv = command.replace("inventory/classroom.yml", str(inventory or self.inventory)).split()
@@ -375,20 +379,7 @@ class RootClass(Class):
         self.keys.mkdir(mode=0o700)
         shutil.copy(self.dir / "client.pub", self.keys / "authorized_keys")
         (self.keys / "authorized_keys").chmod(0o600)
-        (self.dir / "sshd_config").write_text(
-            "Port %d\nListenAddress 127.0.0.1\nHostKey %s\nPidFile %s\nAuthorizedKeysFile %s\n"
-            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nAllowUsers root\n"
-            "PermitRootLogin prohibit-password\nSubsystem sftp internal-sftp\n"
-            % (self.port, self.dir / "host", self.dir / "sshd.pid", self.keys / "authorized_keys"))
-        os.makedirs("/run/sshd", exist_ok=True)
-        self.sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.dir / "sshd_config")],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "sshd.log", "w"))
-
-        def listening():
-            assert self.sshd.poll() is None, (self.dir / "sshd.log").read_text()
-            with socket.socket() as sock:
-                return sock.connect_ex(("127.0.0.1", self.port)) == 0
-        wait_for("sshd listening on 127.0.0.1:%d" % self.port, listening, 30)
+        self.start_sshd(self.keys / "authorized_keys", "PermitRootLogin prohibit-password\n")
         self.inventory.parent.mkdir()
         (self.inventory.parent / "group_vars").mkdir()
         (self.inventory.parent / "group_vars" / "all").symlink_to(ROOT / "inventory/group_vars/all")
