@@ -297,9 +297,9 @@ def test_plan_module_with_listings_and_refusals(module_runner, tmp_path):
 
 
 def test_readme_sharing_table_is_what_the_module_says():
-    """The README's example table (its first five columns) is the module's own output."""
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Sharing a GPU: what the device plugin really advertises", 1)[1]
+    """docs/sharing.md's example table (its first five columns) is the module's own output."""
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "docs/sharing.md").read_text()
+    section = readme.split("## The three ways side by side", 1)[1]
     shown = [line for line in section.split("\n## ", 1)[0].splitlines()
              if line.startswith("| ") and not line.startswith("| strategy")]
     plans, table = gs.sharing_plan("A100-SXM4-40GB", 4, 5, 4, {"1g.5gb": 7})

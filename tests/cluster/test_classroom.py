@@ -4,7 +4,7 @@ Two local users (created here) stand for two trainee machines; Debian's sshd, st
 test on a free loopback port with its own config and host key, lets the controller (this
 process's user) reach them with a client key made for this run - Ansible talks SSH to them as
 to any remote host, nothing goes through `local`. Each trainee gets its own kwok cluster (own
-name, own ports). The README's instructor commands run as printed, with the test's inventory:
+name, own ports). docs/classroom.md's commands run as printed, with the test's inventory:
 class setup (twice: the rerun changes nothing on any host), the class grade after trainee-01
 did steps 1-2 right and trainee-02 did step 1 with mistake 1, then teardown of one host and
 of the class. Needs root (useradd, sshd); installs openssh-server with apt-get when missing.
@@ -32,9 +32,9 @@ FENCE = "`" * 3
 
 
 def readme_commands():
-    """The instructor section's commands (its ```shell block), in order."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## For instructors: a classroom", 1)[1].split("\n## ", 1)[0]
+    """docs/classroom.md's commands (its ```shell block, marked for this test), in order."""
+    text = (ROOT / "docs/classroom.md").read_text()
+    section = text.split("## The commands", 1)[1].split("\n## ", 1)[0]
     block = re.findall(r"^%sshell\n(.*?)^%s" % (FENCE, FENCE), section, re.S | re.M)[0]
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("ansible-playbook")]
 
@@ -93,7 +93,7 @@ class Class:
                 shutil.chown(path, user, user)
         self.start_sshd(".ssh/authorized_keys")
         self.inventory.parent.mkdir()
-        # the lab's settings apply to an inventory beside them, as the README says
+        # the lab's settings apply to an inventory beside them, as docs/classroom.md says
         (self.inventory.parent / "group_vars").mkdir()
         (self.inventory.parent / "group_vars" / "all").symlink_to(ROOT / "inventory/group_vars/all")
         hosts = {}
@@ -232,7 +232,7 @@ def test_one_setup_for_the_class_and_a_rerun_that_changes_nothing(classroom):
 
 
 def test_the_example_inventory_is_a_class_with_the_labs_settings(tmp_path):
-    """inventory/classroom.example.yml, copied as the README says, beside the lab's settings."""
+    """inventory/classroom.example.yml, copied as docs/classroom.md says, beside the lab's settings."""
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0")
     out = subprocess.run([str(ROOT / ".venv/bin/ansible-inventory"), "-i", "inventory/classroom.example.yml",
                           "--list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
