@@ -34,7 +34,11 @@ description:
     (C(cluster/*.json), C(logs/<ns>/<pod>.log), C(nodes/<node>/...)) or what the GPU
     Operator's C(must-gather.sh) writes - with the same rules. What a folder lacks makes the
     layers it feeds C(skipped) or C(unknown).
-  - Only reads. With O(dest) writes the report as Markdown, kept once written.
+  - Only reads. With O(dest) writes the report as Markdown, kept once written. With O(html)
+    writes it as one self-contained HTML page as well - the six layers drawn top down as the
+    path of a GPU Pod, each coloured by its verdict, the first broken one marked, the evidence
+    with the file or command it came from (a bundle's files linked relatively to the page) and
+    the node facts behind it; no network, no script, prints cleanly.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
 extends_documentation_fragment: [lab_attributes]
@@ -97,9 +101,17 @@ options:
   dest:
     description: Write the report (Markdown) here; an existing report is kept as it is.
     type: path
+  html:
+    description:
+      - Write the report as one self-contained HTML page here (for example C(diagnosis.html)
+        beside C(diagnosis.json)); replaced when this diagnosis draws it differently, so it is
+        always the latest picture. Needs Jinja2 on the host the task runs on.
+      - With O(bundle), the evidence links the bundle's files relatively to the page's folder.
+    type: path
+    version_added: "1.3.0"
 attributes:
   diff_mode:
-    details: Shows the report written to O(dest).
+    details: Shows the report written to O(dest) and the page written to O(html).
 notes:
   - Talks to the API server from the host the task runs on - usually the controller.
 """
@@ -128,11 +140,13 @@ EXAMPLES = r"""
         runtimes_configured: [runc, nvidia]
         device_plugin_sockets: [nvidia-gpu.sock]
     dest: /var/tmp/gpu-worker-3-diagnosis.md
+    html: /var/tmp/gpu-worker-3-diagnosis.html
 
 - name: The same judgment from a support bundle someone sent
   gpu_diagnose:
     bundle: /var/tmp/bundle-2026-12-01
     pod: ml/trainer-0
+    html: /var/tmp/bundle-2026-12-01/diagnosis.html   # links cluster/..., nodes/... relatively
 """
 
 RETURN = r"""
@@ -167,11 +181,17 @@ report:
   description: The Markdown report.
   returned: success
   type: str
+html:
+  description: The HTML page - C(dest) (its path) and C(changed) (whether it was written).
+  returned: when O(html) is given
+  type: dict
+  version_added: "1.3.0"
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.gpu_diagnosis.diagnose import diagnose  # noqa: E402
 from ansible.module_utils.lab_errors import LabError  # noqa: E402
+from ansible.module_utils.report.render import write_diagnosis_html  # noqa: E402
 
 
 def main():
@@ -188,12 +208,16 @@ def main():
         driver_label=dict(type="str"),
         node_facts=dict(type="dict"),
         dest=dict(type="path"),
+        html=dict(type="path"),
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
                            required_one_of=[("pod", "node"), ("kubeconfig", "bundle")],
                            mutually_exclusive=[("kubeconfig", "bundle")])
     try:
         result = diagnose(module)
+        if module.params["html"]:
+            result.update(write_diagnosis_html(module, result, module.params["html"],
+                                               module.params["bundle"]))
     except LabError as exc:   # DiagnoseError, KubeError, KubeconfigError
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
