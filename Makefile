@@ -11,7 +11,7 @@ ORACLE2 := .cache/containerd2/containerd
 ORACLE24 := .cache/containerd24/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean
+.PHONY: lab environment grade teardown test lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
 
 lab: venv
 	$(BIN)/ansible-playbook lab.yml
@@ -25,12 +25,27 @@ grade: venv
 teardown: venv
 	$(BIN)/ansible-playbook playbooks/teardown.yml
 
-test: lint unit collection sanity molecule cluster-tests
+# The tests may run beside a lab: the lab under the default names (or its absence) is recorded
+# first and compared last (tools/lab_snapshot.py); a test that touched it fails the run.
+LAB_SNAPSHOT := .cache/lab-before-tests.json
+test: lab-snapshot lint unit collection sanity molecule cluster-tests lab-unchanged
+
+lab-snapshot:
+	mkdir -p $(dir $(LAB_SNAPSHOT))
+	$(PYTHON) tools/lab_snapshot.py save $(LAB_SNAPSHOT)
+
+lab-unchanged:
+	$(PYTHON) tools/lab_snapshot.py compare $(LAB_SNAPSHOT)
+
+# every shell script the project ships or runs (as root too): found by its #! line, so a new one
+# cannot be missed
+SHELL_SCRIPTS = $(shell grep -rlE '^\#!(/usr/bin/env |/bin/)(ba)?sh' roles toolchain bench tools .ci | grep -v '\.j2$$' | sort)
 
 lint: venv
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint --profile production
-	@for f in toolchain/build.sh roles/*/files/*.sh bench/*.sh .ci/run; do bash -n "$$f" || exit 1; done
+	shellcheck --version | head -2
+	shellcheck -x $(SHELL_SCRIPTS)
 
 unit: venv oracle oracle2 oracle24
 	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(CURDIR)/$(ORACLE2) \

@@ -99,7 +99,9 @@ timed() {
 
 rows=()
 for n in ${BENCH_HOSTS:-1 2 4}; do
-  [ -f "$work/inventory/classroom.yml" ] && ansible-playbook playbooks/teardown.yml -i "$work/inventory/classroom.yml" >"$work/teardown.log" 2>&1 || true
+  if [ -f "$work/inventory/classroom.yml" ]; then
+    ansible-playbook playbooks/teardown.yml -i "$work/inventory/classroom.yml" >"$work/teardown.log" 2>&1 || true
+  fi
   fresh_users "$n"
   inventory "$n"
   read -r wall mem < <(timed "$work/setup-$n.log" ansible-playbook playbooks/classroom.yml -i "$work/inventory/classroom.yml" -f 10)

@@ -18,8 +18,8 @@ sizes=${BENCH_SIZES:-3 100 1000 5000}
 log=/tmp/bench-fleet-step.log
 quiet() { quiet_to "$log" "$@"; }
 changed() { changed_in "$log"; }
-rss_mb() { peak_rss_mb $name; }
-teardown() { quiet ansible-playbook -e lab_cluster_name=$name -e lab_root=$root playbooks/teardown.yml; rm -rf "$root"; }
+rss_mb() { peak_rss_mb "$name"; }
+teardown() { quiet ansible-playbook -e "lab_cluster_name=$name" -e "lab_root=$root" playbooks/teardown.yml; rm -rf "$root"; }
 
 runs=${BENCH_RUNS:-3}
 bare_runs=${BENCH_BARE_RUNS:-$runs}   # the bare reference at 5000 nodes takes minutes: BENCH_BARE_RUNS=1
@@ -27,7 +27,7 @@ rows=()
 for n in $sizes; do
  R=(); B=(); S=(); E=(); M1=(); M2=(); C=""; report=""
  for ((run = 1; run <= runs; run++)); do
-  play=(ansible-playbook -e lab_cluster_name=$name -e lab_root=$root -e lab_node_count="$n")
+  play=(ansible-playbook -e "lab_cluster_name=$name" -e "lab_root=$root" -e lab_node_count="$n")
   teardown
   t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
   ready=$(secs "$t0" "$t1"); rss_nodes=$(rss_mb)
@@ -42,7 +42,7 @@ for n in $sizes; do
   bare="-"
   if ((run <= bare_runs)); then
     t0=$(now)
-    quiet bare_cluster "$bin" $name
+    quiet bare_cluster "$bin" "$name"
     quiet bare_nodes "$n" 900s
     t1=$(now); bare=$(secs "$t0" "$t1"); B+=("$bare")
     teardown
@@ -52,7 +52,7 @@ for n in $sizes; do
   printf '  N=%s run %s: ready %ss (bare %ss) steps 5-8 %ss rerun %ss %s rss %s/%s MB %s\n' \
     "$n" "$run" "$ready" "$bare" "$steps" "$rerun" "$rerun_changed" "$rss_nodes" "$rss_steps" "$report" >&2
  done
- rows+=("| $n | $(spread "${R[@]}") | $(spread "${B[@]}") | $(spread "${S[@]}") | $(spread "${E[@]}") ($(printf '%s\n' $C | sort -u | paste -sd/ -)) | $(spread "${M1[@]}") | $(spread "${M2[@]}") | $report |")
+ rows+=("| $n | $(spread "${R[@]}") | $(spread "${B[@]}") | $(spread "${S[@]}") | $(spread "${E[@]}") ($(tr ' ' '\n' <<< "$C" | sed '/^$/d' | sort -u | paste -sd/ -)) | $(spread "${M1[@]}") | $(spread "${M2[@]}") | $report |")
 done
 
 echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%Y-%m-%d); $runs run(s) per size: median [min-max]"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 export ANSIBLE_FORCE_COLOR=0
 . bench/lib.sh
 bench_cluster gpu-incident-lab-bench
-play=(ansible-playbook -e lab_cluster_name=$name -e lab_root=$root)
+play=(ansible-playbook -e "lab_cluster_name=$name" -e "lab_root=$root")
 rows=()
 row() { rows+=("| $1 | $2 | $3 |"); printf '  %-55s %8s s  %s\n' "$1" "$2" "$3" >&2; }
 quiet() { quiet_to /tmp/bench-step.log "$@"; }
@@ -28,7 +28,7 @@ fi
 teardown
 t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
 row "lab.yml --tags environment: no cluster -> 3 Ready nodes" "$(secs "$t0" "$t1")" "target <= 30 s"
-rss=$(peak_rss_mb $name)
+rss=$(peak_rss_mb "$name")
 t0=$(now); quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
 row "same, second run (no-op)" "$(secs "$t0" "$t1")" "$(changed); target <= 15 s"
 t0=$(now); ANSIBLE_STRATEGY=mitogen_linear quiet "${play[@]}" lab.yml --tags environment; t1=$(now)
@@ -37,7 +37,7 @@ teardown
 
 # the same cluster and nodes with bare kwokctl + kubectl, for Ansible's overhead
 t0=$(now)
-quiet bare_cluster "$bin" $name
+quiet bare_cluster "$bin" "$name"
 quiet bare_nodes 3 120s
 t1=$(now)
 bare=$(secs "$t0" "$t1")
@@ -49,7 +49,7 @@ teardown
 runs=${BENCH_RUNS:-3}
 L=(); M=(); S=()
 for ((run = 1; run <= runs; run++)); do
-  t0=$(now); quiet bench/bare-lab.sh $name "$root"; t1=$(now); S+=("$(secs "$t0" "$t1")")
+  t0=$(now); quiet bench/bare-lab.sh "$name" "$root"; t1=$(now); S+=("$(secs "$t0" "$t1")")
   teardown
   t0=$(now); quiet "${play[@]}" lab.yml --skip-tags guard; t1=$(now); L+=("$(secs "$t0" "$t1")")
   teardown
@@ -70,7 +70,7 @@ t0=$(now); quiet "${play[@]}" lab.yml; t1=$(now)
 row "lab.yml second run (no-op)" "$(secs "$t0" "$t1")" "$(changed); target < 10 s (issue 10)"
 t0=$(now); ANSIBLE_STRATEGY=mitogen_linear quiet "${play[@]}" lab.yml; t1=$(now)
 row "same, no-op, with Mitogen (ANSIBLE_STRATEGY=mitogen_linear, opt-in)" "$(secs "$t0" "$t1")" "$(changed)"
-rss_after=$(peak_rss_mb $name)
+rss_after=$(peak_rss_mb "$name")
 teardown
 t0=$(now); ANSIBLE_STRATEGY=mitogen_linear quiet "${play[@]}" lab.yml; t1=$(now)
 row "lab.yml: no cluster -> all eight steps, with Mitogen (opt-in)" "$(secs "$t0" "$t1")" "$(changed)"

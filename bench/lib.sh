@@ -6,6 +6,7 @@ bin=${LAB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-incident-lab/bin}
 
 # bench_cluster NAME: the cluster and lab folder of a bench script - its own, never the
 # trainee's. Sets name, root and kubeconfig.
+# shellcheck disable=SC2034  # name, root, kubeconfig: set for the script that sources this
 bench_cluster() {
   name=$1
   root=/tmp/$1

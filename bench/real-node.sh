@@ -22,7 +22,7 @@ for i in $(seq 1 "$runs"); do
     whole[$real]+="$(secs "$t0" "$t1") "; rerun[$real]+="$(secs "$t1" "$t2") "
     echo "run $i real_node=$real: lab $(secs "$t0" "$t1") s, rerun $(secs "$t1" "$t2") s ($(changed_in "/tmp/$name.rerun.log"))" >&2
     if [ "$real" = true ]; then
-      id=$(awk -F= '$1 == "CLUSTER_ID" {print $2}' "${XDG_CACHE_HOME:-$HOME/.cache}/gpu-incident-lab/node/$name/node.env")
+      id=$(awk -F= '$1 == "CLUSTER_ID" {print $2}' "${XDG_STATE_HOME:-$HOME/.local/state}/gpu-incident-lab/$name/node/node.env")
       mem+=("$(( $(cat "/sys/fs/cgroup/memory/gpu-incident-lab-$id/memory.usage_in_bytes" 2>/dev/null || echo 0) / 1048576 ))")
       t3=$(now); quiet_to "/tmp/$name.reboot.log" ansible-playbook playbooks/reboot.yml "${extra[@]}"; t4=$(now)
       reboot_s+=("$(secs "$t3" "$t4")")

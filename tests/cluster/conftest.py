@@ -13,6 +13,29 @@ import pytest
 
 BIN = os.path.expanduser(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin"))
 COMPONENTS = ["kwokctl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok"]
+# The built binaries are shared (read-only) with the user's labs; everything else is the tests'.
+CACHE = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def home_of_the_tests(tmp_path_factory):
+    """The tests never touch a lab they did not create: they run in a HOME of their own, so the
+    default lab folder (~/gpuop), the clusters (~/.kwok), the labs' state folders
+    (~/.local/state/gpu-incident-lab) and ~/.kube are the tests', never the user's; the built
+    binaries (XDG_CACHE_HOME) stay shared. `make test` proves it (tools/lab_snapshot.py)."""
+    home = tmp_path_factory.mktemp("home")
+    saved = {k: os.environ.get(k) for k in ("HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "KUBECONFIG")}
+    os.environ.update(HOME=str(home), XDG_CACHE_HOME=CACHE)
+    os.environ.pop("XDG_STATE_HOME", None)
+    os.environ.pop("KUBECONFIG", None)
+    try:
+        yield home
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

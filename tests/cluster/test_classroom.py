@@ -163,7 +163,7 @@ class Class:
 def lab_files(home):
     """The lab folder and the lab's state on a trainee host: path, mtime and content of each."""
     found = []
-    for top in (home / "gpuop", home / ".cache/gpu-incident-lab"):
+    for top in (home / "gpuop", home / ".cache/gpu-incident-lab", home / ".local/state/gpu-incident-lab"):
         for path in sorted(top.rglob("*")):
             data = path.read_bytes() if path.is_file() and path.stat().st_size < 1 << 20 else b""
             found.append((str(path), path.stat().st_mtime_ns, hashlib.sha256(data).hexdigest()))
@@ -389,6 +389,7 @@ class RootClass(Class):
                                            % (self.dir / "known_hosts"),
                 "lab_real_node": True, "lab_cluster_name": self.cluster,
                 "lab_root": str(self.state / "gpuop"), "lab_bin_dir": str(self.state / "bin"),
+                "lab_state_dir": str(self.state),
                 "lab_port_base": 26000 + (self.port % 400) * 6}   # apart from the class fixture's 21000-25799
         self.inventory.write_text(json.dumps({"all": {"children": {"trainees": {"hosts": {self.HOST: host}}}}}))
 
@@ -397,7 +398,7 @@ class RootClass(Class):
         if (self.state / "node").exists():
             subprocess.run([str(ROOT / ".venv/bin/ansible-playbook"), "-e", "lab_cluster_name=" + self.cluster,
                             "-e", "lab_bin_dir=%s" % (self.state / "bin"), "-e", "lab_root=%s" % (self.state / "gpuop"),
-                            "playbooks/teardown.yml"], cwd=ROOT, capture_output=True, timeout=300)
+                            "-e", "lab_state_dir=%s" % self.state, "playbooks/teardown.yml"], cwd=ROOT, capture_output=True, timeout=300)
         if kwokctl.exists():
             subprocess.run([str(kwokctl), "delete", "cluster", "--name", self.cluster], capture_output=True)
         if self.sshd:

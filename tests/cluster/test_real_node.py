@@ -6,6 +6,7 @@ would have prevented it, kill -9 and rerun, the next reboot (NotReady for real),
 of it, the graded fix, containerd 2.2.0 on the same files, and a teardown that leaves nothing.
 Skipped where the machine cannot run a real node (the lab then says why and uses kwok).
 """
+import hashlib
 import json
 import os
 import pathlib
@@ -24,7 +25,6 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 BIN = pathlib.Path(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin")).expanduser()
-STATE = BIN.parent
 NODE = "lab-node-1"
 FIXED_DROPIN = """version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -52,9 +52,9 @@ spec:
 """
 
 
-def play(*args, check=True):
+def play(*args, check=True, env=None):
     out = subprocess.run([PLAYBOOK, *args], cwd=ROOT, capture_output=True, text=True, timeout=1500,
-                         env=dict(os.environ, ANSIBLE_FORCE_COLOR="0"))
+                         env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", **(env or {})))
     recap = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)",
                       out.stdout)
     assert recap, out.stdout[-3000:] + out.stderr[-2000:]
@@ -81,8 +81,10 @@ class Lab:
         self.name = "rn-" + uuid.uuid4().hex[:6]
         self.root = tmp / "gpuop"
         self.extra = ["-e", "lab_root=%s" % self.root, "-e", "lab_cluster_name=%s" % self.name]
+        # the tests' own HOME (conftest.home_of_the_tests): the lab's cluster and state are there
         self.kubeconfig = pathlib.Path.home() / ".kwok/clusters" / self.name / "kubeconfig.yaml"
-        self.node_dir = STATE / "node" / self.name
+        self.state = pathlib.Path.home() / ".local/state/gpu-incident-lab" / self.name
+        self.node_dir = self.state / "node"
 
     def kubectl(self, *args, check=True, timeout=60):
         return sh(BIN / "kubectl", "--kubeconfig", self.kubeconfig, *args, check=check, timeout=timeout)
@@ -214,6 +216,19 @@ def test_handler_restarts_and_names_what_is_missing(lab, tmp_path):
     assert lab.running() == ["runc"] and lab.ready() == "True"
 
 
+def test_a_dead_containerd_is_named_with_its_status_and_log(lab):
+    """A process of the node that dies is named with how it ended and its log's last lines."""
+    pid = (lab.node_dir / "containerd.pid").read_text().strip()
+    os.kill(int(pid), signal.SIGKILL)
+    lab.wait("the supervisor's record of containerd's end", lambda: (lab.node_dir / "containerd.exit").exists(), 10)
+    assert (lab.node_dir / "containerd.exit").read_text().strip() == "137"
+    out, _ = play("lab.yml", *lab.extra)
+    said = flat(out.stdout)
+    assert ("containerd was not running: containerd (pid %s) was killed by signal 9 (SIGKILL, exit status 137); "
+            "the last lines of its log %s/containerd.log:" % (pid, lab.node_dir)) in said, said[-3000:]
+    assert "(the log is empty)" not in said and lab.ready() == "True"
+
+
 def test_kill_and_rerun_brings_the_node_back(lab):
     for name in ("containerd", "kubelet"):
         os.kill(int((lab.node_dir / ("%s.pid" % name)).read_text()), signal.SIGKILL)
@@ -230,7 +245,7 @@ def test_reboot_not_ready_then_diagnosed(lab):
     assert "no corresponding runtime configured in `containerd.runtimes`" in flat(out.stdout)
     assert lab.ready() in ("False", "Unknown")
     out, _ = play("playbooks/diagnose.yml", "-e", "node=%s" % NODE, *lab.extra)
-    result = json.loads((STATE / "diagnosis.json").read_text())
+    result = json.loads((lab.state / "diagnosis.json").read_text())
     assert result["node"] == NODE and result["first_broken"] == "container-runtime"
     layer = [l for l in result["layers"] if l["layer"] == "container-runtime"][0]
     evidence = json.dumps(layer["evidence"])
@@ -261,6 +276,49 @@ def test_containerd_2_keeps_runc_and_loads_nvidia(lab):
     play("playbooks/reboot.yml", "-e", "lab_node_containerd=2.2.0", *lab.extra)
     assert lab.ready() == "True" and lab.running() == ["nvidia", "runc"]
     assert lab.node()["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.2.0")
+
+
+def _node_address(cluster, state_dir):
+    """The node's host-side address as roles/real_node/vars/main.yml derives it (setup only)."""
+    key = "%s|%s" % (cluster, os.path.realpath(str(state_dir)))
+    block = int(hashlib.sha1(key.encode()).hexdigest()[8:12], 16) % 16384
+    return "10.213.%d.%d" % (block * 4 // 256, block * 4 % 256 + 1)
+
+
+def test_two_labs_of_one_name_side_by_side_and_one_goes_alone(lab, tmp_path):
+    """A second lab with the same cluster name under another home gets names of its own; an
+    address of it already held on this machine is refused with a clear message, never taken
+    over; tearing the second down leaves the first exactly as it was."""
+    home = tmp_path / "other-home"
+    home.mkdir()
+    env = {"HOME": str(home)}
+    other_state = home / ".local/state/gpu-incident-lab" / lab.name
+    before = {name: (lab.node_dir / name).read_text() for name in ("holder.pid", "containerd.pid", "kubelet.pid")}
+    address = _node_address(lab.name, other_state / "node")
+    dummy = "giltest%s" % uuid.uuid4().hex[:6]
+    sh("ip", "link", "add", dummy, "type", "dummy")
+    try:
+        sh("ip", "addr", "add", address + "/30", "dev", dummy)
+        out, counts = play("lab.yml", *lab.extra, check=False, env=env)
+        assert counts["failed"] == 1
+        assert "are already on interface %s" % dummy in flat(out.stdout), out.stdout[-3000:]
+    finally:
+        sh("ip", "link", "del", dummy)
+    try:
+        play("lab.yml", *lab.extra, env=env)
+        other = json.loads(sh(BIN / "kubectl", "--kubeconfig", home / ".kwok/clusters" / lab.name / "kubeconfig.yaml",
+                              "get", "node", NODE, "-o", "json").stdout)
+        assert [c["status"] for c in other["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
+        other_id = (other_state / "node/node.env").read_text().split("CLUSTER_ID=")[1].split()[0]
+        assert other_id != lab.env()["CLUSTER_ID"]
+        assert {"gil-" + other_id, "gil-" + lab.env()["CLUSTER_ID"]} <= set(sh("ip", "netns", "list").stdout.split())
+    finally:
+        play("playbooks/teardown.yml", *lab.extra, env=env)
+    assert "gil-" + other_id not in sh("ip", "netns", "list").stdout
+    assert "gil-" + lab.env()["CLUSTER_ID"] in sh("ip", "netns", "list").stdout
+    assert {name: (lab.node_dir / name).read_text() for name in before} == before
+    assert all(pathlib.Path("/proc/%s" % pid.strip()).exists() for pid in before.values())
+    assert lab.ready() == "True"
 
 
 def test_teardown_leaves_nothing(lab):

@@ -10,6 +10,7 @@ set -u
 venv=$1
 pyyaml=$2
 mode=$3
+# shellcheck disable=SC2088  # a literal "~/" as the inventory wrote it, expanded here
 case $venv in "~/"*) venv=$HOME/${venv#"~/"} ;; esac
 changed=false
 error=""
@@ -53,6 +54,7 @@ else
     python=$venv/bin/python
     changed=true
   else
+    # shellcheck disable=SC1003  # tr deletes quotes and backslashes (the message goes into JSON)
     error="could not make a Python venv with PyYAML in $venv (see $log; Debian needs python3-venv for 'python3 -m venv'): $(tail -n 1 "$log" 2>/dev/null | tr -d '"\\')"
   fi
 fi

@@ -24,7 +24,7 @@ cmd=${1:?usage: real-node.sh converge|reboot|status|down|exec STATE}
 
 probe() {
   [ "$(id -u)" = 0 ] || { echo "no: not root (a real node needs root for namespaces and cgroups)"; return; }
-  command -v nsenter >/dev/null && command -v unshare >/dev/null && command -v ip >/dev/null ||
+  { command -v nsenter && command -v unshare && command -v ip; } >/dev/null ||
     { echo "no: nsenter, unshare or ip (util-linux, iproute2) missing"; return; }
   [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] ||
     { echo "no: no cgroup filesystem under /sys/fs/cgroup"; return; }
@@ -66,13 +66,13 @@ actions=()
 
 say() { actions+=("$*"); echo "real-node: $*" >&2; }
 die() { echo "real-node: $*" >&2; printf '{"failed": true, "msg": %s}\n' "$(json_str "$*")"; exit 1; }
-json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }
+json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }   # works before nodebin exists
 
 alive() { # pidfile [expected-substring-of-cmdline]
   local p
   p=$(cat "$S/$1.pid" 2>/dev/null) || return 1
   [ -n "$p" ] && [ -d "/proc/$p" ] || return 1
-  [ "$(cat "/proc/$p/stat" 2>/dev/null | awk '{print $3}')" != Z ] || return 1
+  [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] || return 1
   [ -z "${2:-}" ] || tr '\0' ' ' < "/proc/$p/cmdline" | grep -qF -- "$2"
 }
 
@@ -88,7 +88,9 @@ cgroup_dirs() { # every hierarchy's folder of the node's cgroup
 
 cgroup_create() { # the node's cgroup in every hierarchy, and its sub-cgroup "system"
   local d parent
+  : > "$S/cgroup-procs.list"
   while read -r d; do
+    echo "$d/system/cgroup.procs" >> "$S/cgroup-procs.list"
     for sub in "$d" "$d/system"; do
       mkdir -p "$sub"
       if [ -f "$sub/cpuset.cpus" ] && [ -z "$(cat "$sub/cpuset.cpus")" ]; then
@@ -103,7 +105,7 @@ cgroup_create() { # the node's cgroup in every hierarchy, and its sub-cgroup "sy
 cgroup_join() { # move process $1 into the node's system cgroup everywhere
   local d
   while read -r d; do
-    [ -d "$d/system" ] && echo "$1" > "$d/system/cgroup.procs" 2>/dev/null || true
+    if [ -d "$d/system" ]; then echo "$1" > "$d/system/cgroup.procs" 2>/dev/null || true; fi
   done < <(cgroup_dirs)
 }
 
@@ -116,8 +118,8 @@ cgroup_pids() { # every process in the node's cgroup tree (one hierarchy is enou
 }
 
 kill_all() { # every process of the node, then wait until none is left
-  local i pids
-  for i in $(seq 1 100); do
+  local pids
+  for _ in $(seq 1 100); do
     pids=$(cgroup_pids)
     for f in holder forward; do
       alive "$f" && pids+=" $(cat "$S/$f.pid")"
@@ -138,7 +140,28 @@ cgroup_remove() {
   done < <(cgroup_dirs)
 }
 
+OWNERS=/run/gpu-incident-lab
+
+names_ours() { # refuse names or addresses that another lab holds (never take them over)
+  local owner holder
+  mkdir -p "$OWNERS"
+  owner=$(cat "$OWNERS/$NETNS.owner" 2>/dev/null || true)
+  if [ -n "$owner" ] && [ "$owner" != "$S" ]; then
+    holder=$(cat "$owner/holder.pid" 2>/dev/null || true)
+    if [ -n "$holder" ] && [ -d "/proc/$holder" ]; then
+      die "the names of this node ($NETNS, $VETH_HOST, cgroup $CG) belong to another lab's running node ($owner); this lab's state folder is $S - give this lab another cluster name or state folder (lab_state_dir), or stop that lab with its own teardown"
+    fi
+  fi
+  if ! ip link show "$VETH_HOST" >/dev/null 2>&1; then
+    local taken
+    taken=$(ip -o -4 addr show | awk -v a="$HOST_IP" -v b="$NODE_IP" '{split($4, ip, "/"); if (ip[1] == a || ip[1] == b) print $2 " " $4}' | head -1)
+    [ -z "$taken" ] || die "the node's addresses $HOST_IP/$NODE_IP (chosen from this lab's state folder $S) are already on interface ${taken% *} (${taken#* }): another lab or a network of this machine holds them; give this lab another cluster name or state folder"
+  fi
+  [ "$owner" = "$S" ] || printf '%s\n' "$S" > "$OWNERS/$NETNS.owner"
+}
+
 net_up() {
+  names_ours
   if ! ip netns list | grep -qw "$NETNS"; then
     ip netns add "$NETNS"
     say "network namespace $NETNS created"
@@ -159,72 +182,9 @@ in_node() { # run in the node's mount and network namespace (the holder's)
   nsenter --target "$(cat "$S/holder.pid")" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" "$@"
 }
 
-view_sync() { # main|all: the node's /etc/containerd from LAB/etc/containerd
-  python3 - "$LAB_ROOT/etc/containerd" "$S/etc-containerd" "$1" "$VIEW_REWRITE_SYSTEMD" "$LAB_ROOT" \
-    "$VIEW_RESTRICT_OOM" <<'EOF'
-import os, re, shutil, sys
-src, dst, mode, rewrite, lab, restrict = sys.argv[1:7]
-CRI = {"2": 'plugins."io.containerd.grpc.v1.cri"', "3": 'plugins."io.containerd.cri.v1.runtime"'}
-
-
-def restrict_oom(text):
-    """restrict_oom_score_adj = true in the CRI table of a file that configures CRI."""
-    if "restrict_oom_score_adj" in text:
-        return text
-    version = "3" if re.search(r"(?m)^\s*version\s*=\s*3\b", text) else "2"
-    table = CRI[version]
-    header = re.compile(r"(?m)^\s*\[\s*" + re.escape(table).replace('\\"', '"') + r"\s*\]\s*$")
-    if header.search(text):
-        return header.sub(lambda m: m.group(0) + "\n  restrict_oom_score_adj = true", text, count=1)
-    if table.split('"')[1] not in text:
-        return text   # this file does not configure CRI
-    return text.rstrip("\n") + "\n\n[" + table + "]\n  restrict_oom_score_adj = true\n"
-want = {}
-if os.path.isdir(src):
-    for root, _dirs, files in os.walk(src):
-        for name in files:
-            rel = os.path.relpath(os.path.join(root, name), src)
-            if mode == "main" and rel != "config.toml":
-                continue
-            want[rel] = os.path.join(root, name)
-os.makedirs(dst, exist_ok=True)
-generated = None
-if "config.toml" not in want and restrict == "true":
-    # no main config yet (a fresh lab folder): containerd's defaults, plus what this machine needs
-    generated = ("# Written by the lab: " + src + "/config.toml does not exist yet, so containerd\n"
-                 "# runs on its defaults plus the one setting this machine needs (see README).\n"
-                 "version = 2\n\n[" + CRI["2"] + "]\n  restrict_oom_score_adj = true\n")
-    want["config.toml"] = None
-for root, _dirs, files in os.walk(dst):
-    for name in files:
-        rel = os.path.relpath(os.path.join(root, name), dst)
-        if rel not in want:
-            os.remove(os.path.join(root, name))
-for rel, path in want.items():
-    if path is None:
-        data = generated.encode()
-    else:
-        with open(path, "rb") as f:
-            data = f.read()
-    if rel.endswith(".toml") and path is not None:
-        text = data.decode("utf-8", "surrogateescape")
-        # the lab folder stands for the node's /: a path into it names the node's own file
-        text = text.replace(lab.rstrip("/") + "/etc/containerd", "/etc/containerd")
-        if rewrite == "true":   # no systemd on this machine: runc cannot use its cgroup driver
-            text = re.sub(r"(?m)^(\s*SystemdCgroup\s*=\s*)true\b", r"\1false", text)
-        if restrict == "true":  # this kernel refuses a negative oom_score_adj (runc fails on it)
-            text = restrict_oom(text)
-        data = text.encode("utf-8", "surrogateescape")
-    out = os.path.join(dst, rel)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    old = open(out, "rb").read() if os.path.exists(out) else None
-    if old != data:
-        with open(out + ".tmp", "wb") as f:
-            f.write(data)
-        os.replace(out + ".tmp", out)
-        if rel.endswith(".toml"):   # what containerd's imports can name
-            print(rel)
-EOF
+view_sync() { # main|all: the node's /etc/containerd from LAB/etc/containerd (nodebin/node_view.py)
+  python3 "$S/nodebin/node_view.py" "$LAB_ROOT/etc/containerd" "$S/etc-containerd" "$1" "$LAB_ROOT" \
+    "$VIEW_REWRITE_SYSTEMD" "$VIEW_RESTRICT_OOM"
 }
 
 mounts_script() { # what the holder sets up in its fresh mount namespace
@@ -286,9 +246,37 @@ forward_up() {
   say "API server port $API_PORT carried into the node's loopback"
 }
 
+died() { # NAME LOG: which process ended, how (its supervisor's record), the last lines of its log
+  local name=$1 log=$2 pid rc how
+  pid=$(cat "$S/$name.pid" 2>/dev/null || echo "?")
+  # the supervisor writes the status as the process ends: a bounded wait for it (5 s)
+  for _ in $(seq 1 25); do [ -s "$S/$name.exit" ] && break; sleep 0.2; done
+  rc=$(cat "$S/$name.exit" 2>/dev/null || true)
+  if [ -z "$rc" ]; then
+    how="is gone and its supervisor recorded no exit status (the supervisor was killed too: something outside the lab killed the node's processes)"
+  elif [ "$rc" -gt 128 ]; then
+    how="was killed by signal $((rc - 128)) (SIG$(kill -l $((rc - 128)) 2>/dev/null || echo '?'), exit status $rc)"
+  else
+    how="exited with status $rc"
+  fi
+  local last
+  last=$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -n 5 | cut -c1-300 | sed 's/^/    /')
+  printf '%s (pid %s) %s; the last lines of its log %s:\n%s' "$name" "$pid" "$how" "$log" "${last:-    (the log is empty)}"
+}
+
 cri_ready() {
-  alive containerd "containerd" || die "containerd exited: $(grep -vE 'level=(info|debug|warning)' "$S/containerd.log" | tail -2) (log: $S/containerd.log)"
+  alive containerd "containerd" || die "$(died containerd "$S/containerd.log")"
   in_node ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1
+}
+
+supervised() { # NAME CMD...: start CMD in the node's namespaces and cgroup, under supervise.sh
+  local name=$1; shift
+  rm -f "$S/$name.pid" "$S/$name.exit"
+  nsenter --target "$(cat "$S/holder.pid")" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" \
+    setsid bash "$S/nodebin/supervise.sh" "$name" "$S" "$S/cgroup-procs.list" -- "$@" \
+    > "$S/$name.log" 2>&1 < /dev/null &
+  wait_for 20 "$name to start (its supervisor writes $S/$name.pid)" test -s "$S/$name.pid"
+  cgroup_join "$(cat "$S/$name.pid")"
 }
 
 containerd_start() { # incident|reboot
@@ -296,23 +284,12 @@ containerd_start() { # incident|reboot
   if [ "$mode" = incident ]; then view_sync main > /dev/null; else view_sync all > /dev/null; fi
   [ -f "$S/containerd.log" ] && mv -f "$S/containerd.log" "$S/containerd.log.1"
   # no main config yet (a fresh lab folder): containerd starts on its built-in defaults
-  local config_arg=""
-  [ -f "$S/etc-containerd/config.toml" ] && config_arg="--config /etc/containerd/config.toml"
-  nsenter --target "$(cat "$S/holder.pid")" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" \
-    setsid "$CONTAINERD_BIN_DIR/containerd" $config_arg \
-    > "$S/containerd.log" 2>&1 < /dev/null &
-  echo $! > "$S/containerd.pid"
-  cgroup_join "$(cat "$S/containerd.pid")"
+  local config_arg=()
+  [ -f "$S/etc-containerd/config.toml" ] && config_arg=(--config /etc/containerd/config.toml)
+  supervised containerd "$CONTAINERD_BIN_DIR/containerd" "${config_arg[@]}"
   wait_for "$WAIT_TIMEOUT" "containerd to answer on its socket" cri_ready
-  python3 - "$S/boot.json" "$mode" "$LAB_ROOT/etc/containerd/config.toml" "$CONTAINERD_VERSION" <<'EOF'
-import hashlib, json, os, sys, time
-path, mode, main, version = sys.argv[1:5]
-sha = hashlib.sha256(open(main, "rb").read()).hexdigest() if os.path.exists(main) else None
-view = os.environ.get("VIEW_FLAGS", "")
-json.dump({"mode": mode, "main_config_sha256": sha, "view": view, "containerd": version,
-           "started": int(time.time())},
-          open(path, "w"))
-EOF
+  python3 "$S/nodebin/node_state.py" boot-record "$S" "$mode" "$LAB_ROOT/etc/containerd/config.toml" \
+    "$CONTAINERD_VERSION" "$VIEW_FLAGS"
   if [ "$mode" = incident ]; then
     say "containerd $CONTAINERD_VERSION started from the main config alone (as on the incident day)"
     images_import
@@ -340,53 +317,20 @@ images_import() {
 
 kubelet_start() {
   [ -f "$S/kubelet.log" ] && mv -f "$S/kubelet.log" "$S/kubelet.log.1"
-  nsenter --target "$(cat "$S/holder.pid")" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" \
-    setsid "$KUBELET" --config "$S/kubelet-config.yaml" --kubeconfig "$S/pki/kubelet.kubeconfig" \
-    --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --node-labels "$NODE_LABELS" \
-    --v 1 > "$S/kubelet.log" 2>&1 < /dev/null &
-  echo $! > "$S/kubelet.pid"
-  cgroup_join "$(cat "$S/kubelet.pid")"
+  supervised kubelet "$KUBELET" --config "$S/kubelet-config.yaml" --kubeconfig "$S/pki/kubelet.kubeconfig" \
+    --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --node-labels "$NODE_LABELS" --v 1
   say "kubelet started as $NODE_NAME ($NODE_IP)"
 }
 
-status_json() {
-  local running="" cri_err=""
+status_json() { # ACTIONS (\x1f-separated): what runs, as JSON (nodebin/node_state.py)
+  local cri_info="$S/crictl-info.json" cri_err="$S/crictl.err"
+  rm -f "$cri_info" "$cri_err"
   if alive containerd "containerd" && alive holder; then
-    running=$(in_node crictl info 2>"$S/crictl.err") || { cri_err="$(cat "$S/crictl.err")"; running=""; }
+    in_node crictl info > "$cri_info" 2> "$cri_err" || rm -f "$cri_info"
   fi
-  python3 - "$S" "$running" "$cri_err" \
+  python3 "$S/nodebin/node_state.py" status "$S" "$1" "$NODE_IP" "$NETNS" \
     "$(alive holder && echo 1)" "$(alive containerd "containerd" && echo 1)" \
-    "$(alive kubelet "$KUBELET" && echo 1)" "$(alive forward netns_forward.py && echo 1)" "$1" "$NODE_IP" "$NETNS" <<'EOF'
-import json, os, sys
-s, running, cri_err, holder, ctrd, kubelet, fwd, actions, node_ip, netns = sys.argv[1:11]
-boot = {}
-try:
-    boot = json.load(open(os.path.join(s, "boot.json")))
-except (OSError, ValueError):
-    pass
-out = {"holder": bool(holder), "containerd": bool(ctrd), "kubelet": bool(kubelet), "forwarder": bool(fwd),
-       "boot": boot, "node_ip": node_ip, "netns": netns,
-       "actions": [a for a in actions.split("\x1f") if a], "changed": bool(actions)}
-if running:
-    try:
-        cfg = json.loads(running).get("config", {})
-        out["runtimes_running"] = sorted(cfg.get("containerd", {}).get("runtimes", {}))
-        out["default_runtime"] = cfg.get("containerd", {}).get("defaultRuntimeName")
-    except ValueError:
-        out["cri_error"] = running.strip()[:500]
-if cri_err:
-    out["cri_error"] = cri_err.strip()[:500]
-errs = []
-try:
-    for line in open(os.path.join(s, "containerd.log"), errors="replace"):
-        if ("level=error" in line or "level=fatal" in line
-                or ("failed to load plugin" in line and ".cri" in line)):
-            errs.append(line.strip())
-except OSError:
-    pass
-out["containerd_errors"] = errs[-5:]
-print(json.dumps(out))
-EOF
+    "$(alive kubelet "$KUBELET" && echo 1)" "$(alive forward netns_forward.py && echo 1)" "$cri_info" "$cri_err"
 }
 
 packages() { # Debian's packages, unpacked (never installed) under PACKAGES_DIR/<name>
@@ -398,8 +342,8 @@ packages() { # Debian's packages, unpacked (never installed) under PACKAGES_DIR/
     ( cd "$PACKAGES_DIR/debs" && { apt-get download "$p" >/dev/null 2>&1 ||
         { apt-get update -qq >/dev/null 2>&1 && apt-get download "$p" >/dev/null 2>&1; }; } ) ||
       die "apt-get download $p failed (Debian's package mirror not reachable?)"
-    deb=$(ls -t "$PACKAGES_DIR/debs/${p}_"*.deb | head -1)
-    rm -rf "$PACKAGES_DIR/$p" && dpkg-deb -x "$deb" "$PACKAGES_DIR/$p"
+    deb=$(find "$PACKAGES_DIR/debs" -maxdepth 1 -name "${p}_*.deb" -printf '%T@ %p\n' | sort -rn | head -1 | cut -d' ' -f2-)
+    rm -rf "${PACKAGES_DIR:?}/$p" && dpkg-deb -x "$deb" "$PACKAGES_DIR/$p"
     basename "$deb" > "$PACKAGES_DIR/$p/.unpacked"
     say "unpacked Debian's $(basename "$deb")"
   done
@@ -455,7 +399,7 @@ exec \"$S/nodebin/real-node.sh\" exec \"$S\" ${c/node-exec/} \"\$@\""
     [ "$(cat "$S/bin/$c" 2>/dev/null)" = "$body" ] || { printf '%s\n' "$body" > "$S/bin/$c"; chmod 0755 "$S/bin/$c"; }
   done
   # the kubelet's node credentials: system:node:NAME, signed by the cluster's CA
-  [ -r "$PKI_DIR/ca.crt" ] && [ -r "$PKI_DIR/ca.key" ] || die "no cluster CA in $PKI_DIR (ca.crt, ca.key)"
+  { [ -r "$PKI_DIR/ca.crt" ] && [ -r "$PKI_DIR/ca.key" ]; } || die "no cluster CA in $PKI_DIR (ca.crt, ca.key)"
   if ! cmp -s "$PKI_DIR/ca.crt" "$S/pki/ca.crt" || [ ! -s "$S/pki/kubelet.crt" ]; then
     cp "$PKI_DIR/ca.crt" "$S/pki/ca.crt"
     ( umask 077
@@ -515,7 +459,7 @@ wait_ready() {
   wait_for "$WAIT_TIMEOUT" "node $NODE_NAME to turn Ready (kubelet log: $S/kubelet.log)" ready_or_kubelet_dead
 }
 ready_or_kubelet_dead() {
-  alive kubelet "$KUBELET" || die "the kubelet exited: $(grep -E '^E' "$S/kubelet.log" | tail -1 | cut -c1-400)"
+  alive kubelet "$KUBELET" || die "$(died kubelet "$S/kubelet.log")"
   [ "$(node_ready)" = True ]
 }
 
@@ -526,8 +470,20 @@ boot() { # incident|reboot (holder and network already up)
   kubelet_start
 }
 
+legacy_down() { # this lab's node as an older lab ran it (one state folder per cluster name)
+  local legacy=${LEGACY_STATE_DIR:-}
+  [ -n "$legacy" ] && [ "$legacy" != "$S" ] && [ -r "$legacy/node.env" ] || return 0
+  # only the same lab's node (the same cluster kubeconfig): another home's lab is not ours to stop
+  grep -qxF "KUBECONFIG_ADMIN=$KUBECONFIG_ADMIN" "$legacy/node.env" || return 0
+  [ -x "$legacy/nodebin/real-node.sh" ] || return 0
+  "$legacy/nodebin/real-node.sh" down "$legacy" > /dev/null 2>&1 ||
+    die "stopping this lab's node where an older lab kept it ($legacy) failed: run $legacy/nodebin/real-node.sh down $legacy"
+  say "stopped this lab's node from the older layout ($legacy); it now lives in $S"
+}
+
 case "$cmd" in
   converge)
+    legacy_down
     prepare
     kwok_stand_in_gone
     net_up
@@ -536,9 +492,9 @@ case "$cmd" in
     holder_up
     forward_up
     main_sha=""; [ -f "$LAB_ROOT/etc/containerd/config.toml" ] && main_sha=$(sha256sum "$LAB_ROOT/etc/containerd/config.toml" | cut -d' ' -f1)
-    boot_mode=$(python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); print(b.get("mode",""), b.get("main_config_sha256") or "", b.get("view",""), b.get("containerd",""))' "$S/boot.json" 2>/dev/null || true)
+    boot_mode=$(python3 "$S/nodebin/node_state.py" boot-key "$S")
     if [ -n "$fresh" ] || ! alive containerd "containerd"; then
-      [ -n "$fresh" ] || say "containerd was not running"
+      [ -n "$fresh" ] || say "containerd was not running: $(died containerd "$S/containerd.log")"
       if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")"; fi
       boot incident
     elif [ "$boot_mode" != "incident $main_sha $VIEW_FLAGS $CONTAINERD_VERSION" ]; then
@@ -556,7 +512,7 @@ case "$cmd" in
       images_import
       arrived=$(view_sync all | tr '\n' ' ')
       [ -z "$arrived" ] || say "the drop-in arrived: ${arrived% } (containerd not restarted)"
-      alive kubelet "$KUBELET" || { say "kubelet was not running"; kubelet_start; }
+      alive kubelet "$KUBELET" || { say "kubelet was not running: $(died kubelet "$S/kubelet.log")"; kubelet_start; }
     fi
     wait_ready
     status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
@@ -598,10 +554,16 @@ case "$cmd" in
     in_node "$@"
     ;;
   down)
+    owner=$(cat "$OWNERS/$NETNS.owner" 2>/dev/null || true)
+    if [ -n "$owner" ] && [ "$owner" != "$S" ] && [ -d "/proc/$(cat "$owner/holder.pid" 2>/dev/null || echo 0)" ]; then
+      die "not stopping: the names $NETNS / cgroup $CG belong to another lab's running node ($owner), not to this lab ($S)"
+    fi
     kill_all
     cgroup_remove
     if ip link show "$VETH_HOST" >/dev/null 2>&1; then ip link del "$VETH_HOST"; say "veth removed"; fi
     if ip netns list | grep -qw "$NETNS"; then ip netns del "$NETNS"; say "network namespace removed"; fi
+    [ "$(cat "$OWNERS/$NETNS.owner" 2>/dev/null)" != "$S" ] || rm -f "$OWNERS/$NETNS.owner"
+    legacy_down
     # what the node held goes with it (images, containers, credentials); its logs stay for a look
     # afterwards. Nothing of it is mounted any more: its mounts lived in its mount namespace.
     find "$S" -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name '*.log.1' -exec rm -rf {} +
