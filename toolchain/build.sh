@@ -2,11 +2,17 @@
 # Build the control-plane binaries from the pinned Go modules in this folder.
 #
 #   toolchain/build.sh COMPONENT OUTDIR     build one binary into OUTDIR
-#   toolchain/build.sh status OUTDIR        one line per component:
+#   toolchain/build.sh status OUTDIR [COMPONENT...|gpu-stack]
+#                                           one line per component:
 #                                           NAME PINNED-VERSION ok|missing|stale
+#                                           (without COMPONENT: the control plane and the
+#                                           real node's, as always; gpu-stack: NVIDIA's four)
 #
 # COMPONENT: kube-apiserver kube-controller-manager kube-scheduler kubectl
 #            etcd kwok kwokctl kubelet crictl   (the last two: the real node)
+#            nvidia-device-plugin config-manager (toolchain/nvidia-device-plugin)
+#            nvidia-container-runtime nvidia-ctk (toolchain/nvidia-container-toolkit)
+#            - NVIDIA's GPU stack, built with cgo (go-nvml dlopens libnvidia-ml.so.1)
 # The version comes from the module's go.mod (the single pin) and is stamped
 # into the binary the way upstream's release build does, so `--version` tells
 # the truth. The binary is written next to its final name and renamed into
@@ -18,8 +24,21 @@ set -euo pipefail
 # (Ansible's script action runs a copy in a temporary folder).
 here=${TOOLCHAIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl kubelet crictl"
+gpu_components="nvidia-device-plugin config-manager nvidia-container-runtime nvidia-ctk"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
+if [ "$component" = status ] && [ $# -gt 2 ]; then # status of the components named
+  checked=""
+  for c in "${@:3}"; do
+    case " $components $gpu_components gpu-stack " in
+      *" $c "*) ;;
+      *) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
+    esac
+    [ "$c" = gpu-stack ] && checked+=" $gpu_components" || checked+=" $c"
+  done
+else
+  checked=$components
+fi
 
 modver() { # module-dir module-path -> version pinned in that go.mod
   awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { print ($1 == m ? $2 : $3); exit }' "$here/$1/go.mod"
@@ -31,6 +50,8 @@ pinned() { # component -> the version its --version must print
     crictl) modver cri-tools sigs.k8s.io/cri-tools ;;
     etcd) v=$(modver etcd go.etcd.io/etcd/server/v3); echo "${v#v}" ;;
     kwok|kwokctl) modver kwok sigs.k8s.io/kwok ;;
+    nvidia-device-plugin|config-manager) modver nvidia-device-plugin github.com/NVIDIA/k8s-device-plugin ;;
+    nvidia-container-runtime|nvidia-ctk) modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit ;;
   esac
 }
 
@@ -38,6 +59,8 @@ reported() { # component binary -> the first line of its version output
   local out
   case "$1" in
     kubectl) out=$("$2" version --client 2>/dev/null) || true ;;
+    # upstream's config-manager has no --version: the module version Go recorded in the binary
+    config-manager) out=$(go version -m "$2" 2>/dev/null | awk '$2 == "github.com/NVIDIA/k8s-device-plugin" { print $1, $2, $3 }') || true ;;
     *) out=$("$2" --version 2>/dev/null) || true ;;
   esac
   printf '%s\n' "${out%%$'\n'*}"
@@ -47,12 +70,11 @@ if [ "$component" = status ]; then
   # Asking seven binaries for --version costs about half a second; a binary whose size and
   # mtime are those recorded when it last reported its pinned version is not asked again.
   verified="$outdir/.verified"
-  declare -A seen=()
+  declare -A seen=() state_of=() stamp_of=()
   if [ -r "$verified" ]; then
     while read -r name stamp; do seen[$name]=$stamp; done < "$verified"
   fi
-  fresh=""
-  for c in $components; do
+  for c in $checked; do
     want=$(pinned "$c")
     if [ ! -x "$outdir/$c" ]; then state=missing
     else
@@ -61,9 +83,20 @@ if [ "$component" = status ]; then
       elif [[ " $(reported "$c" "$outdir/$c") " == *[\ v]"${want#v}"\ * ]]; then state=ok
       else state=stale
       fi
-      [ "$state" = ok ] && fresh+="$c $stamp"$'\n'
+      [ "$state" = ok ] && stamp_of[$c]=$stamp
     fi
+    state_of[$c]=$state
     echo "$c $want $state"
+  done
+  # remembered: the components checked now that are ok, and the others as they were remembered,
+  # in one fixed order (a status of the control plane alone writes what it always wrote)
+  fresh=""
+  for c in $components $gpu_components; do
+    if [ -n "${state_of[$c]:-}" ]; then
+      [ -n "${stamp_of[$c]:-}" ] && fresh+="$c ${stamp_of[$c]}"$'\n'
+    elif [ -n "${seen[$c]:-}" ]; then
+      fresh+="$c ${seen[$c]}"$'\n'
+    fi
   done
   # BUILD_STATUS_READ_ONLY (check mode): report only, do not remember verified binaries
   if [ -z "${BUILD_STATUS_READ_ONLY:-}" ] && [ -d "$outdir" ] && [ -w "$outdir" ] \
@@ -73,6 +106,7 @@ if [ "$component" = status ]; then
   exit 0
 fi
 
+cgo=0
 case "$component" in
   kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet)
     moddir=kubernetes
@@ -108,9 +142,32 @@ case "$component" in
     ldflags="-X sigs.k8s.io/kwok/pkg/consts.Version=${version#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube#v}"
     tags=""
     ;;
+  nvidia-device-plugin|config-manager)
+    # as upstream's Makefile (v0.19.3, cmd-%): -s -w, these extldflags (go-nvml's NVML symbols
+    # stay unresolved until it dlopens libnvidia-ml.so.1), the version into internal/info;
+    # gitCommit stays empty (a module zip has no git history)
+    moddir=nvidia-device-plugin
+    version=$(modver nvidia-device-plugin github.com/NVIDIA/k8s-device-plugin)
+    pkg=github.com/NVIDIA/k8s-device-plugin/cmd/$component
+    extldflags="-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files"
+    ldflags="'-extldflags=$extldflags' -X github.com/NVIDIA/k8s-device-plugin/internal/info.version=$version"
+    tags=""
+    cgo=1
+    ;;
+  nvidia-container-runtime|nvidia-ctk)
+    # as upstream's Makefile + versions.mk (v1.20.2, cmd-%): CLI_VERSION is LIB_VERSION without
+    # the v (1.20.2), extldflags with -z lazy (never -z now: go-nvml resolves NVML lazily)
+    moddir=nvidia-container-toolkit
+    version=$(modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit)
+    pkg=github.com/NVIDIA/nvidia-container-toolkit/cmd/$component
+    extldflags="-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy"
+    ldflags="'-extldflags=$extldflags' -X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=${version#v}"
+    tags=""
+    cgo=1
+    ;;
   *)
     echo "build.sh: unknown component '$component'" >&2
-    echo "known: $components" >&2
+    echo "known: $components $gpu_components" >&2
     exit 2
     ;;
 esac
@@ -121,7 +178,7 @@ tmp="$outdir/.$component.building.$$"
 trap 'rm -f "$tmp"' EXIT
 echo "build.sh: building $component $version from $pkg" >&2
 cd "$here/$moddir"
-CGO_ENABLED=0 go build -mod=readonly -trimpath ${tags:+-tags "$tags"} \
+CGO_ENABLED=${cgo:-0} go build -mod=readonly -trimpath ${tags:+-tags "$tags"} \
   -ldflags "-s -w $ldflags" -o "$tmp" "$pkg"
 mv -f "$tmp" "$outdir/$component"
 trap - EXIT

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Build the lab's MOCK NVML library and its nvidia-smi reader (gcc; no Go build).
+#
+#   build.sh OUTDIR     -> OUTDIR/libnvidia-ml.so.1  the mock (shared, -fPIC, lazy binding)
+#                          OUTDIR/nvidia-smi         the reader (static, the mock compiled in)
+#                          OUTDIR/nvml-mock-cards.tsv the card table the mock reads by default
+#
+# Compiled against go-nvml's own nvml.h: the go-nvml version NVIDIA's device plugin pins
+# (toolchain/nvidia-device-plugin/go.mod), found in Go's module cache (downloaded if absent),
+# or GO_NVML_DIR (its pkg/nvml folder). Stubs for every nvml* function go-nvml references and
+# nvml_mock.c lacks are generated from that same source (gen_stubs.py). Never -z now: go-nvml
+# opens the library RTLD_LAZY and looks up versioned names itself.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+toolchain=${TOOLCHAIN_DIR:-$here/../../../../toolchain}
+outdir=${1:?usage: build.sh OUTDIR}
+
+nvml=${GO_NVML_DIR:-}
+if [ -z "$nvml" ]; then
+  version=$(awk '$1 == "github.com/NVIDIA/go-nvml" { print $2; exit }' "$toolchain/nvidia-device-plugin/go.mod")
+  [ -n "$version" ] || { echo "nvml_mock/build.sh: no go-nvml in $toolchain/nvidia-device-plugin/go.mod" >&2; exit 2; }
+  dir=$(cd "$toolchain/nvidia-device-plugin" && go mod download -json "github.com/NVIDIA/go-nvml@$version" \
+        | awk -F'"' '$2 == "Dir" { print $4 }')
+  nvml=$dir/pkg/nvml
+fi
+[ -r "$nvml/nvml.h" ] || { echo "nvml_mock/build.sh: no nvml.h in $nvml" >&2; exit 2; }
+
+mkdir -p "$outdir"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cflags=(-O2 -Wall -Wno-format-truncation -DNVML_NO_UNVERSIONED_FUNC_DEFS=1 -I"$nvml")
+gcc "${cflags[@]}" -fPIC -fvisibility=hidden -c "$here/nvml_mock.c" -o "$work/nvml_mock.o"
+nm -g --defined-only "$work/nvml_mock.o" | awk '{ print $3 }' > "$work/defined"
+python3 "$here/gen_stubs.py" "$nvml" "$work/defined" > "$work/nvml_stubs.c"
+gcc "${cflags[@]}" -fPIC -fvisibility=hidden -c "$work/nvml_stubs.c" -o "$work/nvml_stubs.o"
+gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$work/libnvidia-ml.so.1" \
+  "$work/nvml_mock.o" "$work/nvml_stubs.o" -lpthread
+# static: the reader runs in a busybox image without a C library (dladdr's static-link warning
+# is expected: the reader sets the library folder itself)
+gcc "${cflags[@]}" -static -o "$work/nvidia-smi" "$here/nvidia_smi.c" "$here/nvml_mock.c" -lpthread 2> "$work/static.log" \
+  || { cat "$work/static.log" >&2; exit 1; }
+cp "$here/cards.tsv" "$work/nvml-mock-cards.tsv"
+for f in libnvidia-ml.so.1 nvidia-smi nvml-mock-cards.tsv; do
+  mv -f "$work/$f" "$outdir/$f"
+done
+echo "nvml_mock/build.sh: built $outdir/libnvidia-ml.so.1 and $outdir/nvidia-smi over $nvml" >&2
