@@ -1,16 +1,26 @@
-"""Every command the trainee guide (docs/steps.md) and the README show, run as printed.
+"""Every command the trainee guide and the docs show, run as printed.
 
-The guide's ```sh blocks run in order in one bash, from the project folder, as a new trainee
-would type them - in a HOME of their own (so ~/gpuop and the cluster are the test's, never a
-trainee's), with the control-plane binaries from the usual cache. The guide ends graded: the
-test asserts that `ansible-playbook playbooks/grade.yml` passes all eight steps.
+The guide's (docs/steps.md) ```sh blocks run in order in one bash, from the project folder, as a
+new trainee would type them - in a HOME of their own (so ~/gpuop, the cluster and the lab's state
+folder are the test's, never a trainee's), with the control-plane binaries from the usual cache.
+The guide ends graded: the test asserts that `ansible-playbook playbooks/grade.yml` passes all
+eight steps.
+
+README.md and the docs/*.md pages mark what runs as printed with `<!-- runs-as-printed -->` on
+the line before a block (tests/doc_blocks.py: the marker, the order of the pages); their marked
+```sh blocks run in that order in one bash, then each marked ```yaml block as a playbook from a
+folder outside the checkout. Unmarked blocks are illustrations.
 """
 import os
 import pathlib
 import re
 import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+import doc_blocks  # noqa: E402  (tests/doc_blocks.py: which blocks run as printed)
+
 CACHE = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
 FENCE = "`" * 3
 
@@ -39,6 +49,7 @@ def blocks_in(text, lang="sh"):
 def run_script(script, home, timeout=1200):
     env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=CACHE, ANSIBLE_FORCE_COLOR="0")
     env.pop("KUBECONFIG", None)
+    env.pop("XDG_STATE_HOME", None)   # the lab's state folder under the test's HOME: a lab of its own
     return subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -88,25 +99,29 @@ def test_the_guide_runs_as_printed_and_passes_the_grader(tmp_path):
 
 
 def test_the_readme_runs_as_printed(tmp_path):
-    """The README's shell commands in order (`make test` is what CI itself runs), then each
-    YAML example marked "runs as printed", from a folder outside the checkout, with the
-    collection the README just installed."""
+    """The marked shell commands of README.md and the docs pages, in the runner's order
+    (`make test`, unmarked, is what CI itself runs), then each marked YAML example, from a folder
+    outside the checkout, with the collection docs/collection.md just installed."""
     home = tmp_path / "home"
     home.mkdir()
-    script = "\n".join(b for b in blocks("README.md") if "make test" not in b)
+    shell = doc_blocks.marked(lang="sh")
+    assert shell and shell[0].page == "README.md" and shell[0].text == "make lab\n", shell[:1]
+    assert not any("make test" in b.text for b in shell)
+    script = "\n".join(b.text for b in shell)
     try:
         out = run_script(script, home)
-        assert out.returncode == 0, ("the README's commands failed:\n" + out.stdout[-4000:]
+        assert out.returncode == 0, ("the docs' commands failed:\n" + out.stdout[-4000:]
                                      + out.stderr[-3000:])
         assert "8 of 8 passed" in out.stdout and "status: skipped" in out.stdout
         assert "renameByDefault" in out.stdout            # ansible-doc of the installed collection
-        examples = [b for b in blocks("README.md", "yaml") if b.startswith("# runs as printed")]
+        examples = [b.text for b in doc_blocks.marked(lang="yaml")]
         assert len(examples) >= 3
         outside = tmp_path / "ops"
         outside.mkdir()
         for index, example in enumerate(examples):
             (outside / ("example%d.yml" % index)).write_text(example)
             env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+            env.pop("XDG_STATE_HOME", None)
             env.update(HOME=str(home), XDG_CACHE_HOME=CACHE, ANSIBLE_FORCE_COLOR="0",
                        PATH=str(ROOT / ".venv/bin") + ":" + env["PATH"])
             run = subprocess.run(["ansible-playbook", "-i", "localhost,", "example%d.yml" % index],
