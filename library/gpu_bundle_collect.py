@@ -22,10 +22,24 @@ description:
     Pod mounts or reads) are replaced by C(<redacted>) (keys kept); the
     C(kubectl.kubernetes.io/last-applied-configuration) annotation (a whole copy of the object)
     is replaced by C(<redacted>); managedFields are dropped, as kubectl hides them.
+  - Then every file it writes (C(bundle.json), C(cluster/*.json), the logs, the node files)
+    passes the redaction rules - registry auth in containerd configs and C(crictl info), fields,
+    flags and C(KEY=value) assignments named for a password, token, secret, credential or
+    API/private/access key, credentials in URLs, Authorization headers and Bearer tokens, AWS
+    keys, PEM private keys, JWTs - and the user's own (O(redact)). A hidden value becomes
+    C(<redacted>); keys, lines and the file's format stay (JSON stays JSON, TOML stays TOML), so
+    M(gpu_diagnose) reads the bundle as before. C(bundle.json)'s C(redactions) says per file which
+    rule hid how many values (never a value).
+  - With O(archive), the same files also go into C(<dest>.tar.gz) (mode 0600, members under one
+    relative folder, no links), written beside it and renamed into place.
   - The folder is written atomically (built beside O(dest), then renamed into place). A O(dest)
     that already holds a bundle is kept as it is (RV(kept), C(changed=false)) unless O(force) -
     then it is replaced as a whole. A non-empty O(dest) that is not a bundle is refused, O(force)
     or not.
+  - Bad input - a redaction rule that cannot be used (no name, a regex that does not compile or
+    matches the empty string, a literal shorter than 4 characters), a bad Pod name or selector, a
+    O(dest) that cannot take the bundle - is refused before the cluster is read, naming it and
+    the fix. O(validate_only) checks only that.
   - Check mode reads the cluster and writes nothing.
 version_added: "1.2.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
@@ -84,6 +98,41 @@ options:
         node whose collection failed may give C(msg) instead, which goes into the index.
     type: dict
     default: {}
+  redact:
+    description:
+      - Redaction rules of your own, added to the built-in ones; each hides what it matches in
+        every file (or in the files O(redact[].files) names) and is counted under its name.
+      - Neither the literal nor the regex is ever written into the bundle or its report.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The rule's name in the report (letters, digits, C(.), C(_), C(-)); not a built-in rule's.
+        type: str
+      literal:
+        description: A fixed string to hide (at least 4 characters). Give this or O(redact[].regex).
+        type: str
+      regex:
+        description:
+          - A Python regular expression; its match is hidden, or only its group named C(mask)
+            when it has one (C(ticket=(?P<mask>[0-9]+))). It must not match the empty string.
+        type: str
+      files:
+        description: Globs of bundle paths the rule applies to (C(logs/*), C(nodes/*/kubelet.log)); every file when omitted.
+        type: list
+        elements: str
+  archive:
+    description: Also write the bundle as one archive, C(<dest>.tar.gz), to send.
+    type: bool
+    default: false
+  validate_only:
+    description:
+      - Only check the options (the redaction rules above all) and whether O(dest) (and its
+        archive) can take the bundle; read nothing, write nothing. Run it before the node side
+        is collected, so bad input stops everything at once.
+    type: bool
+    default: false
 attributes:
   diff_mode:
     details: Says which bundle O(dest) held before and the files it holds after.
@@ -100,6 +149,13 @@ EXAMPLES = r"""
         dest: /var/tmp/gpu-bundle-2026-12-01
         pods: [ml/trainer-0]
         nodes: "{{ dict(groups['gpu_nodes'] | zip(groups['gpu_nodes'] | map('extract', hostvars, 'node_side'))) }}"
+        archive: true
+        redact:
+          - name: license-server
+            literal: lic-7f3a9c2e1b
+          - name: ticket-ids
+            regex: 'TICKET-(?P<mask>[0-9]+)'
+            files: ['logs/*']
 """
 
 RETURN = r"""
@@ -122,9 +178,17 @@ missing:
   type: list
   elements: dict
 index:
-  description: The content of C(bundle.json).
-  returned: unless kept
+  description: The content of C(bundle.json) (with C(redactions) - per file, which rule hid how many values).
+  returned: when written or in check mode
   type: dict
+archive:
+  description: The archive written (would be written, in check mode), C(<dest>.tar.gz); null without O(archive) or when kept.
+  returned: always
+  type: str
+redacted:
+  description: One line - how many values were hidden in how many files, and where the report is.
+  returned: when written or in check mode
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -147,12 +211,15 @@ def main():
             log_limit_bytes=dict(type="int", default=8 * 1024 * 1024),
             max_logs=dict(type="int", default=100),
             nodes=dict(type="dict", default={}),
+            redact=dict(type="list", elements="dict", default=[], options=gsb.REDACT_RULE_OPTIONS),
+            archive=dict(type="bool", default=False),
+            validate_only=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     try:
         result = gsb.collect_bundle(module.params, module.check_mode)
-    except LabError as exc:   # BundleError, KubeError, KubeconfigError
+    except LabError as exc:   # BundleError, ArchiveError, KubeError, KubeconfigError
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

@@ -15,6 +15,11 @@ description:
     C(nvidia-smi.txt), C(nvidia-smi-query.csv), C(crictl-info.json), C(containerd-config-dump.toml),
     C(containerd.log), C(kubelet.log), C(device-plugins.txt), C(dmesg.txt), C(fabric-manager.txt),
     C(mig-lgip.txt), C(mig-lgipp.txt). M(gpu_bundle_collect) on the controller writes them.
+  - What it returns is already redacted, on the node - the built-in rules and O(redact), as
+    M(gpu_bundle_collect) applies them - so no secret of the node's files (registry credentials in
+    C(crictl info) and C(config dump), tokens in the logs) travels to the controller;
+    RV(redactions) counts what was hidden, per file and rule. A bad rule is refused before
+    anything runs.
   - It writes nothing on the node. A tool that is not installed gives no file and an RV(index)
     entry C(missing) with the reason; a command that ran and failed gives no file (except
     C(nvidia-smi.txt) and C(fabric-manager.txt), whose words are the evidence either way) and an
@@ -74,6 +79,31 @@ options:
     description: Seconds each command may take.
     type: int
     default: 60
+  node_name:
+    description: The Kubernetes node name (the bundle's C(nodes/<node>/)); it lets O(redact[].files) globs name this node's files.
+    type: str
+    default: ""
+  redact:
+    description:
+      - Redaction rules of your own, as M(gpu_bundle_collect)'s O(gpu_bundle_collect#module:redact)
+        (give both the same list); added to the built-in ones.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The rule's name in the report.
+        type: str
+      literal:
+        description: A fixed string to hide (at least 4 characters).
+        type: str
+      regex:
+        description: A Python regular expression (its group C(mask) only, when it has one).
+        type: str
+      files:
+        description: Globs of bundle paths (C(nodes/*/kubelet.log)); every file when omitted.
+        type: list
+        elements: str
 """
 
 EXAMPLES = r"""
@@ -86,6 +116,10 @@ EXAMPLES = r"""
         crictl_endpoint: unix:///run/k3s/containerd/containerd.sock
         containerd_config: /var/lib/rancher/k3s/agent/etc/containerd/config.toml
         containerd_unit: k3s-agent
+        node_name: "{{ inventory_hostname }}"
+        redact:
+          - name: license-server
+            literal: lic-7f3a9c2e1b
       register: node_side
 """
 
@@ -98,11 +132,16 @@ index:
   description: File name -> {status (collected, missing, failed, skipped), command, rc, reason, output}.
   returned: success
   type: dict
+redactions:
+  description: What was hidden here - C(files) (file name -> {rule -> values hidden}) and C(index) ({rule -> values hidden} in RV(index)).
+  returned: success
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
 from ansible.module_utils import gpu_support_bundle as gsb  # noqa: E402
+from ansible.module_utils.lab_errors import LabError  # noqa: E402
 
 
 def main():
@@ -121,10 +160,16 @@ def main():
             fabric_manager_unit=dict(type="str", default="nvidia-fabricmanager"),
             max_bytes=dict(type="int", default=8 * 1024 * 1024),
             timeout=dict(type="int", default=60),
+            node_name=dict(type="str", default=""),
+            redact=dict(type="list", elements="dict", default=[], options=gsb.REDACT_RULE_OPTIONS),
         ),
         supports_check_mode=True,
     )
-    module.exit_json(**gsb.node_result(module.params))
+    try:
+        result = gsb.node_result(module.params)
+    except LabError as exc:   # BundleError: a redaction rule that cannot be used
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

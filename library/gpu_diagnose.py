@@ -57,6 +57,9 @@ options:
     description:
       - A support bundle folder to judge instead of a live cluster - the gpu_support_bundle
         layout or a GPU Operator must-gather folder.
+      - Or its archive (C(<dest>.tar.gz), as gpu_bundle_collect writes it, or any tar archive of
+        such a folder) - extracted into a private temporary folder, removed afterwards; a member
+        with an absolute name, C(..) or a link is refused. O(html) then links no files.
     type: path
   namespace:
     description: Namespace of O(pod).
@@ -189,6 +192,7 @@ html:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.bundle.archive import unpacked  # noqa: E402
 from ansible.module_utils.gpu_diagnosis.diagnose import diagnose  # noqa: E402
 from ansible.module_utils.lab_errors import LabError  # noqa: E402
 from ansible.module_utils.report.render import write_diagnosis_html  # noqa: E402
@@ -214,11 +218,15 @@ def main():
                            required_one_of=[("pod", "node"), ("kubeconfig", "bundle")],
                            mutually_exclusive=[("kubeconfig", "bundle")])
     try:
-        result = diagnose(module)
+        given = module.params["bundle"]
+        with unpacked(given) as folder:   # an archive: extracted safely into a temporary folder, then removed
+            module.params["bundle"] = folder
+            result = diagnose(module)
+        module.params["bundle"] = given
         if module.params["html"]:
             result.update(write_diagnosis_html(module, result, module.params["html"],
-                                               module.params["bundle"]))
-    except LabError as exc:   # DiagnoseError, KubeError, KubeconfigError
+                                               given if folder == given else None))
+    except LabError as exc:   # DiagnoseError, KubeError, KubeconfigError, ArchiveError
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

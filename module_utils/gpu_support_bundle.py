@@ -33,7 +33,12 @@ Secrets never go in: no Secret objects are read; every Pod's (and Pod template's
 ``value`` is replaced by REDACTED (names and ``valueFrom`` references kept); ConfigMap
 ``data``/``binaryData`` values outside the GPU stack are replaced by REDACTED (keys kept);
 ``kubectl.kubernetes.io/last-applied-configuration`` annotations (a full copy of the object)
-are replaced by REDACTED; managedFields are dropped (as kubectl hides them).
+are replaced by REDACTED; managedFields are dropped (as kubectl hides them). Then every file
+the bundle writes - bundle.json, the cluster files, the logs, the node files - passes the
+redaction engine (module_utils/bundle/redact.py: built-in rules and the user's), the node
+files already on the node, so no secret travels; bundle.json's ``redactions`` says per file
+which rule hid how many values (never a value). With ``archive`` the same files also go into
+``<dest>.tar.gz`` (module_utils/bundle/archive.py).
 """
 
 import base64
@@ -46,13 +51,15 @@ import shutil
 import tempfile
 
 from ansible.module_utils import node_commands, nvidia_smi
+from ansible.module_utils.bundle import archive as bundle_archive
+from ansible.module_utils.bundle.redact import MARKER, RedactError, Redactor
 from ansible.module_utils.gpu_diagnosis.sources import parse_selector as label_selector
 from ansible.module_utils.lab_errors import LabError
 
 FORMAT = "gpu-incident-lab/support-bundle"
 FORMAT_VERSION = 1
 INDEX = "bundle.json"
-REDACTED = "<redacted>"
+REDACTED = MARKER
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 # file -> (API path, apiVersion and kind of each item, the kubectl command it equals)
@@ -67,6 +74,7 @@ CLUSTER_FILES = [
     ("cluster/configmaps.json", "/api/v1/configmaps", "v1", "ConfigMap",
      "kubectl get configmaps -A -o json"),
 ]
+KIND_FILES = {kind: rel for rel, _path, _api_version, kind, _command in CLUSTER_FILES}
 NODE_FILES = ["nvidia-smi.txt", "nvidia-smi-query.csv", "crictl-info.json",
               "containerd-config-dump.toml", "containerd.log", "kubelet.log", "device-plugins.txt",
               "dmesg.txt", "fabric-manager.txt", "mig-lgip.txt", "mig-lgipp.txt"]
@@ -79,6 +87,12 @@ STACK_SELECTORS = ["name=nvidia-device-plugin-ds", "app=nvidia-device-plugin-dae
                    "app.kubernetes.io/name=gpu-feature-discovery", "app=nvidia-container-toolkit-daemonset",
                    "app=nvidia-driver-daemonset", "app=nvidia-operator-validator", "app=nvidia-mig-manager",
                    "app=nvidia-dcgm-exporter", "app.kubernetes.io/part-of=gpu-operator"]
+
+
+# gpu_bundle_collect's and gpu_bundle_node's `redact` suboptions: the secret parts never shown
+# in Ansible's output (no_log masks them wherever they would appear in a result)
+REDACT_RULE_OPTIONS = dict(name=dict(type="str"), literal=dict(type="str", no_log=True),
+                           regex=dict(type="str", no_log=True), files=dict(type="list", elements="str"))
 
 
 class BundleError(LabError):
@@ -149,15 +163,35 @@ def referenced_configmaps(pod):
 
 # -------------------------------------------------------------------------- redaction
 class Redactions(object):
+    """What was hidden: the object rules' totals, and per file {rule: values hidden}."""
+
     def __init__(self):
         self.env_values = 0
         self.configmaps = []
         self.last_applied = 0
+        self.files = {}
+        self.notes = {}
 
-    def as_dict(self):
-        return {"env_values": self.env_values, "configmaps": sorted(self.configmaps),
-                "last_applied_annotations": self.last_applied, "marker": REDACTED,
-                "secrets": "never read"}
+    def add(self, rel, counts):
+        for rule, found in (counts or {}).items():
+            if found:
+                entry = self.files.setdefault(rel, {})
+                entry[rule] = entry.get(rule, 0) + found
+
+    def totals(self):
+        return sum(sum(c.values()) for c in self.files.values()), len(self.files)
+
+    def as_dict(self, rules=None):
+        values, files = self.totals()
+        out = {"env_values": self.env_values, "configmaps": sorted(self.configmaps),
+               "last_applied_annotations": self.last_applied, "marker": REDACTED,
+               "secrets": "never read", "values": values, "files_with_values": files,
+               "files": {rel: dict(sorted(c.items())) for rel, c in sorted(self.files.items())}}
+        if self.notes:
+            out["notes"] = dict(sorted(self.notes.items()))
+        if rules is not None:
+            out["rules"] = rules
+        return out
 
 
 def _meta(obj, red):
@@ -178,7 +212,21 @@ def _pod_spec(spec, red):
 
 
 def redact(kind, obj, red, keep_configmap=False):
-    """The object as it may go into a bundle (changed in place, and returned)."""
+    """The object as it may go into a bundle (changed in place, and returned); what was hidden
+    is counted in red, and per file (the kind's cluster file) under the object rules' names."""
+    before = (red.env_values, len(red.configmaps), red.last_applied)
+    _redact(kind, obj, red, keep_configmap)
+    rel = KIND_FILES.get(kind)
+    if rel:
+        after = (red.env_values, len(red.configmaps), red.last_applied)
+        values = sum(len(v) for f in ("data", "binaryData") for v in [obj.get(f) or {}]) \
+            if kind == "ConfigMap" and after[1] > before[1] else 0
+        red.add(rel, {"env-value": after[0] - before[0], "configmap-value": values,
+                      "last-applied": after[2] - before[2]})
+    return obj
+
+
+def _redact(kind, obj, red, keep_configmap):
     _meta(obj, red)
     if kind == "Pod":
         _pod_spec(obj.get("spec"), red)
@@ -529,15 +577,42 @@ def write(dest, files):
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,252}[A-Za-z0-9])?$")
 
 
+def redactor(options):
+    """The redaction engine with the user's rules (option ``redact``), or BundleError naming the
+    bad rule and the fix - called before anything is collected."""
+    try:
+        return Redactor(options.get("redact"), "redact")
+    except RedactError as exc:
+        raise BundleError("%s (the role's gpu_support_bundle_redact); nothing was collected" % exc.message)
+
+
 def node_result(options):
-    """gpu_bundle_node's result: this node's index and files (base64, to travel as JSON)."""
+    """gpu_bundle_node's result: this node's index and files (base64, to travel as JSON), both
+    redacted here on the node, and what was hidden (redactions: files {name: {rule: n}}, index)."""
+    engine = redactor(options)
     found = collect_node(options)
-    return {"changed": False, "index": found["index"],
-            "files": {k: base64.b64encode(v).decode("ascii") for k, v in found["files"].items()}}
+    node = options.get("node_name") or ""
+    report = {"files": {}, "index": {}}
+    files = {}
+    for name, data in sorted(found["files"].items()):
+        files[name], counts, note = engine.file("nodes/%s/%s" % (node, name) if node else name, data)
+        if counts:
+            report["files"][name] = counts
+        if note:
+            found["index"][name]["redaction_note"] = note
+
+    def hit(rule, count=1):
+        report["index"][rule] = report["index"].get(rule, 0) + count
+
+    index = engine.json_doc(found["index"], hit, "bundle.json")
+    return {"changed": False, "index": index, "redactions": report,
+            "files": {k: base64.b64encode(v).decode("ascii") for k, v in files.items()}}
 
 
 def check_options(p):
-    """BundleError naming the first of gpu_bundle_collect's options that cannot be used."""
+    """BundleError naming the first of gpu_bundle_collect's options that cannot be used; the
+    redaction engine with the user's rules when they all can."""
+    engine = redactor(p)
     for ref in p["pods"]:
         ns, sep, name = ref.partition("/")
         if not sep or not _NAME.match(ns) or not _NAME.match(name):
@@ -550,14 +625,21 @@ def check_options(p):
                               "or msg when its collection failed" % name)
     for selector in p["stack_selectors"]:
         parse_selector(selector)
+    return engine
 
 
-def add_nodes(nodes, files, index):
-    """The node sides (gpu_bundle_node's results by node name) into files and index."""
+def add_nodes(nodes, files, index, red=None):
+    """The node sides (gpu_bundle_node's results by node name) into files and index; what the
+    node's own redaction hid into red."""
     for node, result in sorted(nodes.items()):
         if "msg" in result and "files" not in result:
             index["nodes/%s/" % node] = {"status": "failed", "reason": "the node side failed: %s" % result["msg"]}
             continue
+        report = result.get("redactions") or {}
+        if red is not None and isinstance(report, dict):
+            for name, counts in (report.get("files") or {}).items():
+                red.add("nodes/%s/%s" % (node, name), counts if isinstance(counts, dict) else {})
+            red.add(INDEX, report.get("index") if isinstance(report.get("index"), dict) else {})
         for name, entry in (result.get("index") or {}).items():
             index["nodes/%s/%s" % (node, name)] = entry
         for name, data in (result.get("files") or {}).items():
@@ -575,27 +657,42 @@ def collect_bundle(p, check_mode):
     force), or the cluster and node sides collected and written (unless check_mode)."""
     from ansible.module_utils.lab_kube import client
     dest = p["dest"]
-    check_options(p)
+    engine = check_options(p)
     earlier = existing(dest)
+    archive = archive_path(dest) if p.get("archive") else None
+    if archive:
+        bundle_archive.check_target(archive, replace=p["force"] or earlier is not None)
     if earlier is not None and not p["force"]:
         files = sorted(earlier.get("files") or {})
-        return dict(changed=False, kept=True, dest=dest, missing=[],
+        return dict(changed=False, kept=True, dest=dest, missing=[], archive=None,
                     files=[f for f in files if earlier["files"][f].get("status") == "collected"],
-                    msg="%s already holds a support bundle (collected %s): kept as it is; give "
+                    msg="%s already holds a support bundle (collected %s): kept as it is%s; give "
                     "another dest, or force (-e force=true) to replace it"
-                    % (dest, earlier.get("collected_at", "at an unknown time")))
+                    % (dest, earlier.get("collected_at", "at an unknown time"),
+                       (" (and %s)" % archive if os.path.isfile(archive) else " (no archive of it written)")
+                       if archive else ""))
+    if p.get("validate_only"):
+        return dict(changed=False, kept=False, dest=dest, files=[], missing=[], archive=None,
+                    msg="options checked: %d redaction rules of yours besides the built-in ones; %s %s"
+                    % (len(engine.rules), dest, "holds a bundle that force replaces" if earlier is not None
+                       else "is free for the bundle"))
     kube = client(p["kubeconfig"], p["context"])
     files, index, red = {}, {}, Redactions()
     collect_cluster(kube, p, files, index, red)
-    add_nodes(p["nodes"], files, index)
+    add_nodes(p["nodes"], files, index, red)
     doc = {"format": FORMAT, "version": FORMAT_VERSION, "collected_at": now(),
            "collector": "gpu_bundle_collect (gpu-incident-lab)", "server": kube.conf["server"],
            "context": p["context"], "nodes": sorted(p["nodes"]),
-           "files": dict(sorted(index.items())), "redactions": red.as_dict()}
+           "files": dict(sorted(index.items()))}
+    doc = redact_bundle(engine, files, doc, red)
     files[INDEX] = dumps(doc)
+    index = doc["files"]
     missing = [dict(file=rel, status=e.get("status"), reason=e.get("reason", ""))
                for rel, e in sorted(index.items()) if e.get("status") != "collected"]
     names = sorted(files)
+    values, with_values = red.totals()
+    summary = "%d values hidden in %d files (which rule hid how many, per file: %s, redactions)" % (
+        values, with_values, os.path.join(dest, INDEX))
     diff = {"before": {"path": dest, "bundle": (earlier or {}).get("collected_at", "none")},
             "after": {"path": dest, "files": names}}
     if not check_mode:
@@ -603,4 +700,35 @@ def collect_bundle(p, check_mode):
             write(dest, files)
         except (OSError, BundleError) as exc:
             raise BundleError("cannot write the bundle to %s: %s" % (dest, getattr(exc, "strerror", None) or exc))
-    return dict(changed=True, kept=False, dest=dest, files=names, missing=missing, index=doc, diff=diff)
+        if archive:
+            try:
+                bundle_archive.write(archive, files, os.path.basename(os.path.abspath(dest)), doc["collected_at"])
+            except (OSError, LabError) as exc:
+                raise BundleError("the bundle is in %s, but its archive %s could not be written: %s"
+                                  % (dest, archive, getattr(exc, "strerror", None) or exc))
+    return dict(changed=True, kept=False, dest=dest, files=names, missing=missing, index=doc, diff=diff,
+                archive=archive, redacted=summary)
+
+
+def archive_path(dest):
+    """<dest>.tar.gz beside the folder."""
+    return os.path.abspath(dest).rstrip(os.sep) + ".tar.gz"
+
+
+def redact_bundle(engine, files, doc, red):
+    """Every file through the engine (changed in files), bundle.json's own words too; returns
+    the index document with its ``redactions`` report (per file, which rule hid how many)."""
+    for rel in sorted(files):
+        files[rel], counts, note = engine.file(rel, files[rel])
+        red.add(rel, counts)
+        if note:
+            red.notes[rel] = note
+    counts = {}
+
+    def hit(rule, count=1):
+        counts[rule] = counts.get(rule, 0) + count
+
+    doc = engine.json_doc(doc, hit, INDEX)
+    red.add(INDEX, counts)
+    doc["redactions"] = red.as_dict(engine.describe())
+    return doc

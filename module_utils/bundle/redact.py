@@ -1,0 +1,613 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The redaction engine of a support bundle: every file, in its own format, one marker.
+
+A hidden value becomes MARKER; the key, the flag, the line and the file's shape stay - a JSON
+file is parsed, its values redacted and written back as JSON; a TOML file (containerd's
+``config dump``) is redacted line by line inside its string literals, so it stays TOML; text
+(logs, and YAML wherever it appears - a ConfigMap value, a log line) is redacted in place, and
+``key: value`` stays YAML. A value that already is the marker is never counted again, so a file
+can pass twice (on the node, then on the controller) and be counted once.
+
+Built-in rules (BUILTIN_RULES names them, with what each hides) cover registry auth in
+containerd configs and ``crictl info`` (every field of ``auth``/``auths``, the registry's
+``headers``), fields, ``--flags`` and ``KEY=value`` assignments named for a password, token,
+secret, credential or an API/private/access key, credentials in URLs, ``Authorization``
+headers and Bearer tokens, AWS access key ids and secret keys, PEM private key blocks and JWTs.
+User rules (literal strings and regular expressions, each with a name, optionally limited to
+files by glob) come first; a bad one is refused by :func:`compile_rules` naming it and the fix.
+
+What must stay for the diagnosis stays: image names, runtime handler names and BinaryName paths,
+resource names and counts, error texts, Xid lines and versions carry no secret-named key and no
+credential shape (tests/test_redact_bundle.py judges every bundle of tests/bundle_corpus before
+and after redaction and compares).
+"""
+
+import fnmatch
+import json
+import re
+
+from ansible.module_utils.lab_errors import LabError
+
+MARKER = "<redacted>"
+
+BUILTIN_RULES = [
+    ("registry-auth", "containerd/CRI registry credentials: every field of a registry's auth "
+                      "(username, password, auth, identitytoken) and of the deprecated auths, in "
+                      "config dump and crictl info"),
+    ("registry-header", "headers containerd adds to every registry request (registry.headers)"),
+    ("http-auth-header", "Authorization, Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token "
+                         "header values and Bearer tokens"),
+    ("secret-field", "a JSON, TOML or YAML field (or a name/value pair) named for a password, "
+                     "token, secret, credential or an API/private/access key"),
+    ("secret-flag", "the value of --flag=value and --flag value where the flag names a password, "
+                    "token, secret, key or credential"),
+    ("secret-assignment", "the value of KEY=value (and \"key\": value) where KEY names a password, "
+                          "token, secret, credential or an API/private/access key"),
+    ("url-credentials", "user:password in scheme://user:password@host"),
+    ("aws-access-key-id", "AWS access key ids (AKIA..., ASIA...)"),
+    ("aws-secret-key", "a 40-character AWS secret key on a line with an AWS access key id"),
+    ("pem-private-key", "the body of a PEM private key block (BEGIN/END lines kept)"),
+    ("jwt", "JSON Web Tokens (eyJ...eyJ...signature), e.g. service account tokens"),
+]
+BUILTIN_NAMES = [name for name, _what in BUILTIN_RULES]
+# the collector's own object rules (gpu_support_bundle.redact): reported under these names
+OBJECT_RULES = [
+    ("env-value", "every env value of Pods and Pod templates (names and valueFrom kept)"),
+    ("configmap-value", "ConfigMap values outside the GPU stack (keys kept)"),
+    ("last-applied", "the kubectl.kubernetes.io/last-applied-configuration annotation (a copy "
+                     "of the whole object)"),
+]
+RESERVED = set(BUILTIN_NAMES) | {name for name, _what in OBJECT_RULES}
+
+
+class RedactError(LabError):
+    """A redaction rule that cannot be used; the text names it and the fix."""
+
+
+# ----------------------------------------------------------------------------- names
+SECRET_WORDS = {"password", "passwd", "pass", "passphrase", "secret", "token",
+                "credential", "credentials", "creds", "apikey", "auth", "authorization",
+                "identitytoken", "privatekey", "secretkey", "accesskey", "sessiontoken"}
+KEY_QUALIFIERS = {"api", "access", "secret", "private", "ssh", "signing", "encryption", "client",
+                  "session", "license", "master", "account", "auth", "gpg", "pgp", "admin"}
+# a name ending in one of these names where a secret is, or says something about it - not the secret
+NOT_THE_VALUE = {"name", "names", "ref", "file", "files", "path", "paths", "dir", "namespace",
+                 "type", "kind", "mode", "id", "ids", "url", "uri", "endpoint", "seconds", "ttl",
+                 "length", "size", "expiry", "expiration", "expires", "enabled", "required", "format",
+                 "algorithm", "audience", "issuer", "count", "source", "provider", "policy",
+                 "webhook", "mount", "location", "env", "version", "field", "selector", "template"}
+_CAMEL1 = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+
+
+def name_words(name):
+    """The lower-case words of a name: API_TOKEN, apiToken, api-token, api.token -> api, token."""
+    name = _CAMEL2.sub(r"\1_\2", _CAMEL1.sub(r"\1_\2", str(name)))
+    return [w.lower() for w in _SPLIT.split(name) if w]
+
+
+def secret_name(name, lone_key=False):
+    """Does this key, flag or variable name a secret value? `lone_key`: a bare ``key`` counts
+    (``--key``); in objects it does not (tolerations, configMapKeyRef and labels have ``key``)."""
+    words = name_words(name)
+    if not words or words[-1] in NOT_THE_VALUE:
+        return False
+    found = set(words)
+    if found & SECRET_WORDS:
+        return True
+    if "key" in found or "keys" in found:
+        return (lone_key and len(words) == 1) or bool(found & KEY_QUALIFIERS)
+    return False
+
+
+# ----------------------------------------------------------------------------- user rules
+_RULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+RULE_KEYS = ("name", "literal", "regex", "files")
+MIN_LITERAL = 4
+
+
+class Rule(object):
+    def __init__(self, name, kind, pattern, files):
+        self.name, self.kind, self.pattern, self.files = name, kind, pattern, files
+
+    def applies(self, rel):
+        return rel is None or any(fnmatch.fnmatchcase(rel, glob) for glob in self.files)
+
+    def report(self):
+        """What bundle.json says about the rule: never its literal or its regex."""
+        return {"name": self.name, "kind": self.kind, "files": list(self.files)}
+
+
+def compile_rules(rules, option="redact"):
+    """The user's rules checked and compiled, or RedactError naming the first bad one and the fix.
+    `option`: the option's name as the user wrote it (the role's gpu_support_bundle_redact)."""
+    if rules is None:
+        return []
+    if not isinstance(rules, list):
+        raise RedactError("%s must be a list of rules, each {name: NAME, literal: TEXT} or {name: NAME, "
+                          "regex: PATTERN}; got %s" % (option, type(rules).__name__))
+    compiled, seen = [], set()
+    for number, rule in enumerate(rules):
+        where = "%s[%d]" % (option, number)
+        if not isinstance(rule, dict):
+            raise RedactError("%s must be a mapping {name: NAME, literal: TEXT} or {name: NAME, regex: PATTERN}, "
+                              "got %s" % (where, type(rule).__name__))
+        unknown = sorted(str(k) for k in rule if k not in RULE_KEYS)
+        if unknown:
+            raise RedactError("%s: unknown key %s; a rule takes %s" % (where, ", ".join(unknown), ", ".join(RULE_KEYS)))
+        name = rule.get("name")
+        if not isinstance(name, str) or not _RULE_NAME.match(name):
+            raise RedactError("%s: give the rule a name (letters, digits, '.', '_', '-'; up to 63) - the "
+                              "redaction report counts its hits under it; got %r" % (where, name))
+        where = "%s (rule %s)" % (where, name)
+        if name in RESERVED:
+            raise RedactError("%s: %s is a built-in rule's name; give yours another" % (where, name))
+        if name in seen:
+            raise RedactError("%s: a rule named %s comes earlier; give each rule its own name" % (where, name))
+        seen.add(name)
+        literal, regex = rule.get("literal"), rule.get("regex")
+        if (literal is None) == (regex is None):
+            raise RedactError("%s: give exactly one of literal (a fixed string) and regex (a Python regular "
+                              "expression)" % where)
+        files = rule.get("files")
+        if files is None:
+            files = ["*"]
+        if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
+            raise RedactError("%s: files must be a list of globs of bundle paths (e.g. ['logs/*', "
+                              "'nodes/*/containerd.log']); leave it out for every file" % where)
+        if literal is not None:
+            if not isinstance(literal, str) or len(literal) < MIN_LITERAL:
+                raise RedactError("%s: literal must be a string of at least %d characters (a shorter one "
+                                  "would hide ordinary words everywhere); for a short value use regex "
+                                  "with its context, e.g. 'pin=(?P<mask>\\d+)'" % (where, MIN_LITERAL))
+            compiled.append(Rule(name, "literal", literal, files))
+            continue
+        if not isinstance(regex, str) or not regex:
+            raise RedactError("%s: regex must be a non-empty string" % where)
+        try:
+            pattern = re.compile(regex)
+        except re.error as exc:
+            raise RedactError("%s: the regex does not compile: %s%s. Fix it (Python re syntax; escape "
+                              ". * + ? ( ) [ ] { } | \\ with a backslash to match them as they are), or "
+                              "give the value as literal: instead" % (
+                                  where, exc.msg, " at position %d" % exc.pos if exc.pos is not None else ""))
+        if pattern.search("") is not None:
+            raise RedactError("%s: the regex matches the empty string, so it would hide nothing and mark "
+                              "everything; make it match the value itself (e.g. + instead of *)" % where)
+        compiled.append(Rule(name, "regex", pattern, files))
+    return compiled
+
+
+# ----------------------------------------------------------------------------- text rules
+_PEM = re.compile(r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(.*?)"
+                  r"(-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
+_HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization|\bx-api-key|\bx-auth-token|\bx-registry-auth|\b(?:set-)?cookie)"
+                     r"([\"']?[ \t]*[:=][ \t]*\[?[ \t]*\\?[\"']?)"
+                     r"((?:bearer|basic|digest|token|negotiate|ntlm|aws4-hmac-sha256)[ \t]+)?"
+                     r"([^\s\"',\]\\]+(?:;[ \t]*[^\s\"',\];\\]+)*)")
+_BEARER = re.compile(r"(?i)\b(bearer[ \t]+)([A-Za-z0-9\-._~+/]{16,}=*)")
+_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/:@\"'<>]+):([^\s/\"'<>]*)@")
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*")
+_AWS_ID = re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])"
+                         r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_VALUE = r"(?!=)(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"',;&)\]}]+)"
+_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w.-]*)(=|[ \t]+)" + _VALUE)
+_ASSIGN = re.compile(r"(?<![\w.\-/$])([A-Za-z_][\w.\-]*)([ \t]*=[ \t]*)" + _VALUE)
+_QUOTED_KEY = re.compile(r"(\\?[\"'])([A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
+                         r"(\\\"(?:(?!\\\").)*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]\\]+)")
+_YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
+_BLOCK = re.compile(r"^[|>][+-]?[0-9]?[ \t]*(#.*)?$")
+_NOT_SECRET_WORDS = {"null", "~", "true", "false", "none", "nil", "yes", "no", '""', "''"}
+_TRIGGER = re.compile(r"[=:]|-----BEGIN|eyJ|(?i:bearer)|A[A-Z]{3}[A-Z0-9]{16}|(?:^|[^\w-])-")
+
+
+def _quoted(value):
+    """(open, inner, close) of a value as written: quotes kept around the marker."""
+    for q in ('\\"', '"', "'"):
+        if len(value) >= 2 * len(q) and value.startswith(q) and value.endswith(q):
+            return q, value[len(q):-len(q)], q
+    return "", value, ""
+
+
+def _hideable_text(inner):
+    inner = inner.strip()
+    return bool(inner) and MARKER not in inner and inner.lower() not in _NOT_SECRET_WORDS
+
+
+class Redactor(object):
+    """Built-in rules plus the user's (compile_rules); :meth:`file` redacts one bundle file."""
+
+    def __init__(self, rules=None, option="redact"):
+        self.rules = compile_rules(rules, option)
+
+    def describe(self):
+        """The rules as bundle.json lists them (names, kinds, what they hide - never a value)."""
+        return ([{"name": n, "kind": "built-in", "what": w} for n, w in OBJECT_RULES + BUILTIN_RULES]
+                + [r.report() for r in self.rules])
+
+    # ------------------------------------------------------------------ text
+    def text(self, text, hit, rel=None, users=True):
+        """Free text (a log, a string value) with every rule applied; hit(rule) counts."""
+        for rule in self.rules if users else ():
+            if not rule.applies(rel):
+                continue
+            if rule.kind == "literal":
+                found = text.count(rule.pattern)
+                if found:
+                    text = text.replace(rule.pattern, MARKER)
+                    hit(rule.name, found)
+            else:
+                text = rule.pattern.sub(self._user_sub(rule, hit), text)
+        if not _TRIGGER.search(text):
+            return text
+        if "PRIVATE KEY" in text:
+            text = _PEM.sub(lambda m: self._pem(m, hit), text)
+        text = _HEADER.sub(lambda m: self._keep(m, 4, "http-auth-header", hit, minimum=1 if m.group(3) else 8), text)
+        text = _BEARER.sub(lambda m: self._keep(m, 2, "http-auth-header", hit), text)
+        if "://" in text:
+            text = _URL.sub(lambda m: self._url(m, hit), text)
+        if "eyJ" in text:
+            text = _JWT.sub(lambda m: self._whole(m, "jwt", hit), text)
+        if _AWS_ID.search(text):
+            lines = text.split("\n")
+            for number, line in enumerate(lines):
+                if _AWS_ID.search(line):
+                    line = _AWS_SECRET.sub(lambda m: self._whole(m, "aws-secret-key", hit), line)
+                    lines[number] = _AWS_ID.sub(lambda m: self._whole(m, "aws-access-key-id", hit), line)
+            text = "\n".join(lines)
+        text = _FLAG.sub(lambda m: self._flag(m, hit, rel), text)
+        if "=" in text:
+            text = _ASSIGN.sub(lambda m: self._named(m, 1, 3, "secret-assignment", hit, rel), text)
+        if ":" in text:
+            text = _QUOTED_KEY.sub(lambda m: self._named(m, 2, 4, "secret-assignment", hit, rel), text)
+            text = self._yaml(text, hit)
+        return text
+
+    @staticmethod
+    def _user_sub(rule, hit):
+        def sub(m):
+            if "mask" in rule.pattern.groupindex:
+                if m.group("mask") in (None, "") or m.group("mask") == MARKER:
+                    return m.group(0)
+                start, end = m.span("mask")
+                hit(rule.name)
+                whole = m.group(0)
+                return whole[:start - m.start()] + MARKER + whole[end - m.start():]
+            if not m.group(0) or m.group(0) == MARKER:
+                return m.group(0)
+            hit(rule.name)
+            return MARKER
+        return sub
+
+    @staticmethod
+    def _pem(m, hit):
+        inner = m.group(2)
+        lines = inner.split("\n")
+        if not any(_hideable_text(line) for line in lines):
+            return m.group(0)
+        hit("pem-private-key")
+        body = "\n".join(MARKER if line.strip() else line for line in lines) if "\n" in inner else MARKER
+        return m.group(1) + body + m.group(3)
+
+    @staticmethod
+    def _keep(m, group, rule, hit, minimum=1):
+        value = m.group(group)
+        if not _hideable_text(value) or len(value) < minimum:
+            return m.group(0)
+        hit(rule)
+        start, end = m.span(group)
+        return m.group(0)[:start - m.start()] + MARKER + m.group(0)[end - m.start():]
+
+    @staticmethod
+    def _whole(m, rule, hit):
+        hit(rule)
+        return MARKER
+
+    @staticmethod
+    def _url(m, hit):
+        if m.group(2) == MARKER or MARKER in m.group(3):
+            return m.group(0)
+        hit("url-credentials")
+        return m.group(1) + MARKER + "@"
+
+    def _flag(self, m, hit, rel):
+        flag, sep, value = m.group(1), m.group(2), m.group(3)
+        if not secret_name(flag.lstrip("-"), lone_key=True) or (sep.strip() == "" and value.startswith("-")):
+            return self._inside(m, 3, hit, rel)
+        return self._replace_value(m, 3, "secret-flag", hit)
+
+    def _named(self, m, name_group, value_group, rule, hit, rel):
+        if not secret_name(m.group(name_group)):
+            return self._inside(m, value_group, hit, rel)
+        return self._replace_value(m, value_group, rule, hit)
+
+    def _inside(self, m, group, hit, rel):
+        """A quoted value of a name that is not a secret's: the rules again inside the quotes
+        (env="PASSWORD=..." in a log line), the quotes kept."""
+        opening, inner, closing = _quoted(m.group(group))
+        if not opening:
+            return m.group(0)
+        new = self.text(inner, hit, rel, users=False)
+        if new == inner:
+            return m.group(0)
+        start, end = m.span(group)
+        return m.group(0)[:start - m.start()] + opening + new + closing + m.group(0)[end - m.start():]
+
+    @staticmethod
+    def _replace_value(m, group, rule, hit):
+        opening, inner, closing = _quoted(m.group(group))
+        if not _hideable_text(inner):
+            return m.group(0)
+        hit(rule)
+        start, end = m.span(group)
+        return m.group(0)[:start - m.start()] + opening + MARKER + closing + m.group(0)[end - m.start():]
+
+    @staticmethod
+    def _yaml(text, hit):
+        """``key: value`` lines (YAML, and log lines shaped like it): the value of a secret-named
+        key, a block scalar's lines below it, and the value of a name/value pair whose name is one."""
+        if "\n" not in text and not _YAML_KEY.match(text):
+            return text
+        lines = text.split("\n")
+        block_indent = None      # hiding a block scalar's lines, deeper than this
+        changed_block = False    # ... and counted it
+        pair = None              # (indent, item indent) of a `name: SECRET_NAME` line
+        changed = False
+        for number, line in enumerate(lines):
+            body = line.rstrip("\r")
+            indent = len(body) - len(body.lstrip(" \t"))
+            if block_indent is not None:
+                if not body.strip() or indent > block_indent:
+                    if body.strip() and body.strip() != MARKER:
+                        lines[number] = body[:indent] + MARKER + line[len(body):]
+                        if not changed_block:
+                            hit("secret-field")
+                            changed_block = True
+                        changed = True
+                    continue
+                block_indent = None
+            m = _YAML_KEY.match(body)
+            if not m:
+                continue
+            lead, key, value = m.group(1), m.group(2).strip("\"'"), m.group(5)
+            item_indent = len(lead)
+            hide = secret_name(key)
+            if key == "name" and secret_name(value.strip("\"'"), lone_key=True):
+                pair = (indent, item_indent)
+            elif key == "value" and pair is not None and item_indent == pair[1]:
+                hide, pair = True, None
+            elif pair is not None and indent <= pair[0] and lead.strip():
+                pair = None
+            if not hide:
+                continue
+            if _BLOCK.match(value):
+                block_indent, changed_block = item_indent, False
+                continue
+            opening, inner, closing = _quoted(value)
+            if not _hideable_text(inner):
+                continue
+            hit("secret-field")
+            lines[number] = body[:m.start(5)] + opening + MARKER + closing + body[m.end(5):] + line[len(body):]
+            changed = True
+        return "\n".join(lines) if changed else text
+
+    # ------------------------------------------------------------------ JSON
+    def json_doc(self, doc, hit, rel=None):
+        """A parsed JSON document with every value redacted (changed in place where it can be)."""
+        return self._walk(doc, hit, rel, False)
+
+    def _leaves(self, node, rule, hit):
+        if isinstance(node, dict):
+            return {k: self._leaves(v, rule, hit) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self._leaves(v, rule, hit) for v in node]
+        if self._hideable(node):
+            hit(rule)
+            return MARKER
+        return node
+
+    @staticmethod
+    def _hideable(value):
+        if isinstance(value, bool) or value is None:
+            return False
+        if isinstance(value, (int, float)):
+            return True
+        return isinstance(value, str) and _hideable_text(value)
+
+    def _walk(self, node, hit, rel, registry):
+        if isinstance(node, dict):
+            if isinstance(node.get("name"), str) and "value" in node and secret_name(node["name"], lone_key=True) \
+                    and self._hideable(node["value"]):
+                node["value"] = MARKER
+                hit("secret-field")
+            for key in list(node):
+                value = node[key]
+                lower = str(key).lower()
+                if lower in ("auth", "auths", "credentials", "creds") and isinstance(value, (dict, list)):
+                    node[key] = self._leaves(value, "registry-auth" if registry or lower.startswith("auth")
+                                             else "secret-field", hit)
+                elif lower == "headers" and isinstance(value, dict):
+                    for header in list(value):
+                        if registry:
+                            value[header] = self._leaves(value[header], "registry-header", hit)
+                        elif secret_name(header) or str(header).lower() in ("cookie", "set-cookie"):
+                            value[header] = self._leaves(value[header], "http-auth-header", hit)
+                        else:
+                            value[header] = self._walk(value[header], hit, rel, registry)
+                elif secret_name(key) and self._hideable(value):
+                    node[key] = MARKER
+                    hit("secret-field")
+                else:
+                    node[key] = self._walk(value, hit, rel, registry or lower == "registry")
+            return node
+        if isinstance(node, list):
+            hide_next = False
+            for number, item in enumerate(node):
+                if hide_next and isinstance(item, str) and not item.startswith("-") and _hideable_text(item):
+                    node[number] = MARKER
+                    hit("secret-flag")
+                    hide_next = False
+                    continue
+                hide_next = isinstance(item, str) and bool(re.match(r"^--?[A-Za-z][\w.-]*$", item)) \
+                    and secret_name(item.lstrip("-"), lone_key=True)
+                node[number] = self._walk(item, hit, rel, registry)
+            return node
+        if isinstance(node, str):
+            return self.text(node, hit, rel)
+        return node
+
+    # ------------------------------------------------------------------ TOML
+    def toml(self, text, hit, rel=None):
+        """A TOML file (containerd's config dump) redacted inside its string literals, line by line."""
+        lines = text.split("\n")
+        table, pending = [], None
+        for number, line in enumerate(lines):
+            header = _TOML_HEADER.match(line)
+            if header:
+                table = _toml_keys(header.group(1))
+                pending = None
+                continue
+            kv = _TOML_KV.match(line)
+            if kv:
+                keys = table + _toml_keys(kv.group(2))
+                rule = _toml_rule(keys)
+                head, value = line[:kv.start(4)], kv.group(4)
+                if rule is None and value.lstrip().startswith("{"):
+                    value = _TOML_INLINE.sub(lambda m: self._toml_inline(m, keys, hit), value)
+                lines[number] = head + self._toml_strings(value, rule, hit, rel)
+                pending = rule if _opens_array(value) else None
+                continue
+            lines[number] = self._toml_strings(line, pending, hit, rel)
+            if pending is not None and "]" in _TOML_STR.sub("", line):
+                pending = None
+        return "\n".join(lines)
+
+    def _toml_inline(self, m, keys, hit):
+        rule = _toml_rule(keys + _toml_keys(m.group(1)))
+        if rule is None:
+            return m.group(0)
+        return m.group(0)[:m.start(3) - m.start()] + self._toml_strings(m.group(3), rule, hit, None)
+
+    def _toml_strings(self, segment, rule, hit, rel):
+        """Each string literal of a TOML line: hidden whole under `rule`, else through the text rules.
+        Comments go through the text rules too."""
+        def one(m):
+            literal = m.group(0)
+            quote = literal[0]
+            inner = literal[1:-1]
+            if rule is not None:
+                if not _hideable_text(inner):
+                    return literal
+                hit(rule)
+                return quote + MARKER + quote
+            if quote == '"':
+                try:
+                    inner = json.loads(literal)
+                except ValueError:
+                    return literal
+            new = self.text(inner, hit, rel)
+            if new == inner:
+                return literal
+            if quote == "'" and "'" not in new and "\n" not in new:
+                return "'" + new + "'"
+            return json.dumps(new, ensure_ascii=False)
+        out, pos = [], 0
+        for m in _TOML_STR.finditer(segment):
+            out.append(segment[pos:m.start()])
+            out.append(one(m))
+            pos = m.end()
+        rest = segment[pos:]
+        if "#" in rest:
+            cut = rest.index("#")
+            rest = rest[:cut] + self.text(rest[cut:], hit, rel)
+        out.append(rest)
+        return "".join(out)
+
+    # ------------------------------------------------------------------ files
+    def file(self, rel, data):
+        """(redacted bytes, {rule: values hidden}, note or None) of one bundle file. JSON files
+        that do not parse, and everything else but TOML, go through the text rules (note says so
+        for JSON); bytes that are not UTF-8 pass through unchanged around the text."""
+        counts = {}
+
+        def hit(rule, found=1):
+            counts[rule] = counts.get(rule, 0) + found
+
+        text = data.decode("utf-8", "surrogateescape")
+        note = None
+        lower = rel.lower()
+        if lower.endswith(".json"):
+            try:
+                doc = json.loads(text)
+            except ValueError as exc:
+                note = "not JSON (%s): redacted as text" % getattr(exc, "msg", exc)
+                new = self.text(text, hit, rel)
+            else:
+                doc = self.json_doc(doc, hit, rel)
+                new = dump_like(doc, text) if counts else text
+        elif lower.endswith(".toml"):
+            new = self.toml(text, hit, rel)
+        else:
+            new = self.text(text, hit, rel)
+        if not counts:
+            return data, counts, note
+        try:
+            return new.encode("utf-8", "surrogateescape"), counts, note
+        except UnicodeEncodeError:
+            return new.encode("utf-8", "replace"), counts, note
+
+
+_TOML_HEADER = re.compile(r"^\s*\[\[?\s*((?:[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*')"
+                          r"(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*'))*)\s*\]\]?\s*(#.*)?$")
+_TOML_KEY = r"(?:[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*'))*"
+_TOML_KV = re.compile(r"^(\s*)(" + _TOML_KEY + r")(\s*=\s*)(.*)$")
+_TOML_INLINE = re.compile(r"(" + _TOML_KEY + r")(\s*=\s*)(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|\[[^\]]*\])")
+_TOML_STR = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'")
+_TOML_PART = re.compile(r"[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*'")
+
+
+def _toml_keys(dotted):
+    keys = []
+    for part in _TOML_PART.findall(dotted):
+        if part.startswith('"'):
+            try:
+                part = json.loads(part)
+            except ValueError:
+                part = part[1:-1]
+        elif part.startswith("'"):
+            part = part[1:-1]
+        keys.append(part)
+    return keys
+
+
+def _toml_rule(keys):
+    """The rule that hides every string of the value at this key path, or None."""
+    lower = [str(k).lower() for k in keys]
+    if "registry" in lower:
+        after = lower[lower.index("registry") + 1:]
+        if "auth" in after or "auths" in after:
+            return "registry-auth"
+        if after[:1] == ["headers"]:
+            return "registry-header"
+    if lower and (lower[-1] in ("auth", "auths") or secret_name(lower[-1])):
+        return "secret-field"
+    return None
+
+
+def _opens_array(value):
+    bare = _TOML_STR.sub("", value)
+    return bare.count("[") > bare.count("]")
+
+
+def dump_like(doc, original):
+    """JSON text of doc, indented as the original was (kubectl 4, crictl 2), with its final newline."""
+    m = re.match(r"\s*[\[{][ \t]*\r?\n([ \t]+)\S", original)
+    indent = len(m.group(1)) if m else None
+    try:
+        text = json.dumps(doc, indent=indent, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = json.dumps(doc, indent=indent)
+    return text + ("\n" if original.endswith("\n") else "")
