@@ -127,6 +127,8 @@ def healthz(port, timeout=1.0):
 def port_problem(port):
     """None when 127.0.0.1:port can be listened on, else who holds it, in words."""
     probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # as the server binds: a port whose last connections wait in TIME_WAIT is free, a listener is not
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         probe.bind((HOST, port))
     except OSError as exc:
