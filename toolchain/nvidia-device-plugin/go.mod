@@ -4,7 +4,11 @@ module gpu-incident-lab/toolchain/nvidia-device-plugin
 
 go 1.26.0
 
-require github.com/NVIDIA/k8s-device-plugin v0.19.3
+require (
+	github.com/NVIDIA/k8s-device-plugin v0.19.3
+	google.golang.org/grpc v1.81.0
+	k8s.io/kubelet v0.35.5
+)
 
 require (
 	cyphar.com/go-pathrs v0.2.4 // indirect
@@ -55,7 +59,6 @@ require (
 	golang.org/x/text v0.38.0 // indirect
 	golang.org/x/time v0.13.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260226221140-a57be14db171 // indirect
-	google.golang.org/grpc v1.81.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -65,7 +68,6 @@ require (
 	k8s.io/client-go v0.35.5 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
-	k8s.io/kubelet v0.35.5 // indirect
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect

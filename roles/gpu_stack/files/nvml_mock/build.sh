@@ -4,6 +4,11 @@
 #   build.sh OUTDIR     -> OUTDIR/libnvidia-ml.so.1  the mock (shared, -fPIC, lazy binding)
 #                          OUTDIR/nvidia-smi         the reader (static, the mock compiled in)
 #                          OUTDIR/nvml-mock-cards.tsv the card table the mock reads by default
+#   build.sh --driver-root ROOT
+#                       -> the same laid out as a driver root: ROOT/usr/lib/x86_64-linux-gnu/
+#                          {libnvidia-ml.so.1,nvml-mock-cards.tsv}, ROOT/usr/bin/nvidia-smi
+#                          (the device plugin's --nvidia-driver-root; the mock's configuration
+#                          goes beside the library: ROOT/usr/lib/x86_64-linux-gnu/nvml-mock.conf)
 #
 # Compiled against go-nvml's own nvml.h: the go-nvml version NVIDIA's device plugin pins
 # (toolchain/nvidia-device-plugin/go.mod), found in Go's module cache (downloaded if absent),
@@ -13,7 +18,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 toolchain=${TOOLCHAIN_DIR:-$here/../../../../toolchain}
-outdir=${1:?usage: build.sh OUTDIR}
+root=""
+if [ "${1:-}" = --driver-root ]; then
+  root=${2:?usage: build.sh --driver-root ROOT}
+  outdir=$root/usr/lib/x86_64-linux-gnu
+else
+  outdir=${1:?usage: build.sh OUTDIR | --driver-root ROOT}
+fi
 
 nvml=${GO_NVML_DIR:-}
 if [ -z "$nvml" ]; then
@@ -40,7 +51,13 @@ gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$work/libnvidia-ml.so.1" \
 gcc "${cflags[@]}" -static -o "$work/nvidia-smi" "$here/nvidia_smi.c" "$here/nvml_mock.c" -lpthread 2> "$work/static.log" \
   || { cat "$work/static.log" >&2; exit 1; }
 cp "$here/cards.tsv" "$work/nvml-mock-cards.tsv"
-for f in libnvidia-ml.so.1 nvidia-smi nvml-mock-cards.tsv; do
+smi=$outdir
+if [ -n "$root" ]; then
+  smi=$root/usr/bin
+  mkdir -p "$smi"
+fi
+for f in libnvidia-ml.so.1 nvml-mock-cards.tsv; do
   mv -f "$work/$f" "$outdir/$f"
 done
-echo "nvml_mock/build.sh: built $outdir/libnvidia-ml.so.1 and $outdir/nvidia-smi over $nvml" >&2
+mv -f "$work/nvidia-smi" "$smi/nvidia-smi"
+echo "nvml_mock/build.sh: built $outdir/libnvidia-ml.so.1 and $smi/nvidia-smi over $nvml" >&2

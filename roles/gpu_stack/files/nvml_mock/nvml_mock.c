@@ -19,6 +19,9 @@
  *                                     version mismatch (default: driver_version)
  *     lost = 1,3                      GPUs (indexes) that fell off the bus
  *     xid = 1 79                      one Xid event on GPU 1 (index or UUID), code 79; repeatable
+ *     device_nodes = /dev             list only the GPUs whose /dev/nvidia<minor> exists, as the
+ *                                     driver shows a container only the GPUs it was given
+ *                                     (also $NVML_MOCK_DEVICE_NODES; the CDI spec sets it)
  *   Init reads it (faults that decide Init: version-mismatch, driver-not-loaded, library-gone);
  *   every later call re-reads it when the file changed (lost GPUs, Xid events), so a drill
  *   writes the file and a running device plugin sees the Xid on its next EventSetWait.
@@ -30,6 +33,7 @@
  *   driver-not-loaded  nvmlInit -> NVML_ERROR_DRIVER_NOT_LOADED (9)
  *   library-gone       nvmlInit -> NVML_ERROR_LIBRARY_NOT_FOUND (12): what go-nvml returns when
  *                      dlopen finds no libnvidia-ml.so.1 (the real "gone" is removing the file)
+ *   (GPU indexes in lost/xid are the host's: minor numbers, as in /dev/nvidia<minor>)
  *   lost = N           GPU N: handle and queries -> NVML_ERROR_GPU_IS_LOST (15); an event set
  *                      with GPU N registered delivers one Xid 79 ("GPU has fallen off the bus")
  *   xid = N CODE       an event set with GPU N registered for Xid events delivers it once
@@ -79,6 +83,7 @@ struct config {
     char uuid_seed[128];
     char fault[32];
     int lost[MAX_GPUS];
+    char device_nodes[256];
     struct xid xids[MAX_XIDS];
     int nxids;
 };
@@ -90,6 +95,7 @@ struct gpu {
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     char serial[32];
     unsigned int bus;
+    unsigned int minor;                    /* the host's index: /dev/nvidia<minor> */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -206,6 +212,8 @@ static void refresh(void)
             conf.cuda_version = parse_cuda(value);
         else if (!strcmp(key, "uuid_seed"))
             snprintf(conf.uuid_seed, sizeof conf.uuid_seed, "%s", value);
+        else if (!strcmp(key, "device_nodes"))
+            snprintf(conf.device_nodes, sizeof conf.device_nodes, "%s", value);
         else if (!strcmp(key, "fault"))
             snprintf(conf.fault, sizeof conf.fault, "%s", value);
         else if (!strcmp(key, "lost")) {
@@ -225,8 +233,8 @@ static void refresh(void)
         fclose(f);
     if (!conf.library_version[0])
         snprintf(conf.library_version, sizeof conf.library_version, "%s", conf.driver_version);
-    if (!conf.count)
-        conf.count = 0;
+    if (getenv("NVML_MOCK_DEVICE_NODES") && *getenv("NVML_MOCK_DEVICE_NODES"))
+        snprintf(conf.device_nodes, sizeof conf.device_nodes, "%s", getenv("NVML_MOCK_DEVICE_NODES"));
 }
 
 /* 64-bit FNV-1a, then splitmix64's finalizer so that near names give far UUIDs */
@@ -278,18 +286,26 @@ static int load_card(void)
     }
     if (!found)
         return 0;
-    ngpus = conf.count;
-    for (i = 0; i < MAX_GPUS; i++) {
-        char key[256];
+    ngpus = 0;
+    for (i = 0; i < conf.count; i++) {
+        char key[256], node[300];
         unsigned long long a, b;
+        struct gpu *g = &gpus[ngpus];
+        if (conf.device_nodes[0]) {
+            snprintf(node, sizeof node, "%s/nvidia%u", conf.device_nodes, i);
+            if (access(node, F_OK) != 0)
+                continue;                  /* not given to this container */
+        }
         snprintf(key, sizeof key, "%s/%s/%u", conf.uuid_seed, conf.card, i);
         a = fnv(key, 0xcbf29ce484222325ULL);
         b = fnv(key, a ^ 0x9e3779b97f4a7c15ULL);
-        snprintf(gpus[i].uuid, sizeof gpus[i].uuid, "GPU-%08llx-%04llx-%04llx-%04llx-%012llx",
+        snprintf(g->uuid, sizeof g->uuid, "GPU-%08llx-%04llx-%04llx-%04llx-%012llx",
                  a >> 32, (a >> 16) & 0xffff, a & 0xffff, b >> 48, b & 0xffffffffffffULL);
-        snprintf(gpus[i].serial, sizeof gpus[i].serial, "1%012llu", (b >> 8) % 1000000000000ULL);
-        gpus[i].bus = i < 8 ? dgx_buses[i] : 0xC0 + i;
-        devices[i].index = i;
+        snprintf(g->serial, sizeof g->serial, "1%012llu", (b >> 8) % 1000000000000ULL);
+        g->bus = i < 8 ? dgx_buses[i] : 0xC0 + i;
+        g->minor = i;
+        devices[ngpus].index = ngpus;
+        ngpus++;
     }
     return 1;
 }
@@ -305,7 +321,7 @@ static nvmlReturn_t start(void)
         ret = NVML_ERROR_DRIVER_NOT_LOADED;
     else if (!strcmp(conf.fault, "library-gone"))
         ret = NVML_ERROR_LIBRARY_NOT_FOUND;
-    else if (!load_card())
+    else if (!init_count && !load_card())  /* GPUs are enumerated by the first Init only */
         ret = NVML_ERROR_UNKNOWN;          /* a card the table does not know */
     else
         init_count++;
@@ -339,7 +355,7 @@ static struct gpu *gpu_of(nvmlDevice_t device, nvmlReturn_t *ret)
         *ret = NVML_ERROR_UNINITIALIZED;
     else if (!d || d < devices || d >= devices + ngpus)
         *ret = NVML_ERROR_INVALID_ARGUMENT;
-    else if (conf.lost[d->index])
+    else if (conf.lost[gpus[d->index].minor])
         *ret = NVML_ERROR_GPU_IS_LOST;
     else
         *ret = NVML_SUCCESS;
@@ -381,7 +397,10 @@ MOCK_EXPORT const char *nvmlErrorString(nvmlReturn_t result)
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    /* only the library-gone fault returns this: the words go-nvml prints when dlopen finds no
+     * library (its defaultErrorStringFunc, return.go), so a consumer says what it says when the
+     * driver root has no libnvidia-ml.so.1 */
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "ERROR_LIBRARY_NOT_FOUND";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "Driver/library version mismatch";
     default: return "Unknown Error";
@@ -554,10 +573,14 @@ MOCK_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
     return NVML_SUCCESS;
 }
 
-/* /dev/nvidia<minor>: the minor number is the index here */
+/* /dev/nvidia<minor>: the host's index */
 MOCK_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
 {
-    return nvmlDeviceGetIndex(device, minorNumber);
+    GPU_OR_RETURN(device, g);
+    if (!minorNumber)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *minorNumber = g->minor;
+    return NVML_SUCCESS;
 }
 
 static nvmlReturn_t pci_info(nvmlDevice_t device, nvmlPciInfo_t *pci)
@@ -786,8 +809,12 @@ static int gpu_index(const char *id)
     unsigned int i;
     char *end;
     long n = strtol(id, &end, 10);
-    if (*id && !*end)
-        return n >= 0 && (unsigned long)n < ngpus ? (int)n : -1;
+    if (*id && !*end) {                    /* a host index (minor number) */
+        for (i = 0; i < ngpus; i++)
+            if ((long)gpus[i].minor == n)
+                return (int)i;
+        return -1;
+    }
     for (i = 0; i < ngpus; i++)
         if (!strcmp(gpus[i].uuid, id))
             return (int)i;
@@ -802,8 +829,8 @@ static int next_event(struct nvmlEventSet_st *s, nvmlEventData_t *data)
     data->gpuInstanceId = 0xFFFFFFFF;
     data->computeInstanceId = 0xFFFFFFFF;
     for (i = 0; i < ngpus; i++) {
-        if (conf.lost[i] && !s->lost_reported[i]) {
-            s->lost_reported[i] = 1;
+        if (conf.lost[gpus[i].minor] && !s->lost_reported[gpus[i].minor]) {
+            s->lost_reported[gpus[i].minor] = 1;
             if (s->mask[i] & nvmlEventTypeXidCriticalError) {
                 data->device.handle = &devices[i];
                 data->eventType = nvmlEventTypeXidCriticalError;
