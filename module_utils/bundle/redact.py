@@ -186,7 +186,7 @@ _PEM = re.compile(r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(.*?)
 _HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization|\bx-api-key|\bx-auth-token|\bx-registry-auth|\b(?:set-)?cookie)"
                      r"([\"']?[ \t]*[:=][ \t]*\[?[ \t]*\\?[\"']?)"
                      r"((?:bearer|basic|digest|token|negotiate|ntlm|aws4-hmac-sha256)[ \t]+)?"
-                     r"([^\s\"',\]\\]+(?:;[ \t]*[^\s\"',\];\\]+)*)")
+                     r"([^\s\"',\];\\]+(?:;[ \t]*[^\s\"',\];\\]+)*)")
 _BEARER = re.compile(r"(?i)\b(bearer[ \t]+)([A-Za-z0-9\-._~+/]{16,}=*)")
 _URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/:@\"'<>]+):([^\s/\"'<>]*)@")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*")
