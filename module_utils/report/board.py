@@ -90,13 +90,13 @@ class History(object):
     def __init__(self):
         self.seen = {}
 
-    def note(self, key, state, when):
+    def note(self, key, state, when, reasons=()):
         """Note the state of key graded at when; whether it failed after a PASS this board saw."""
         before = self.seen.get(key)
         if before and before["when"] == when and before["state"] == state:
             return before["regressed"]
         regressed = state == "FAIL" and bool(before) and (before["state"] == "PASS" or before["regressed"])
-        self.seen[key] = {"state": state, "when": when, "regressed": regressed}
+        self.seen[key] = {"state": state, "when": when, "regressed": regressed, "reasons": list(reasons)}
         return regressed
 
     def earlier(self, key):
@@ -137,11 +137,12 @@ class Board(object):
                 row["state"] = "PASS" if res.get("passed") is True else "FAIL"
                 row["reasons"] = [str(r) for r in res.get("reasons") or []][:6]
                 row["when"] = out["graded_at"]
-                row["regressed"] = self.steps.note(key, row["state"], row["when"])
+                row["regressed"] = self.steps.note(key, row["state"], row["when"], row["reasons"])
             else:
                 before = self.steps.earlier(key)
                 if before:
-                    row.update(state=before["state"], when=before["when"], earlier=True)
+                    row.update(state=before["state"], when=before["when"], earlier=True,
+                               reasons=before["reasons"])
                 elif key not in STEP_KEYS:
                     continue
                 else:
