@@ -106,9 +106,8 @@ class History(object):
 class Board(object):
     """Reads the lab for the page (``context``) and renders it (``state``)."""
 
-    def __init__(self, settings, kube_factory=None):
+    def __init__(self, settings):
         self.settings = settings
-        self.kube_factory = kube_factory
         self._kube = None
         self._lock = threading.Lock()
         self._cached = None
@@ -177,11 +176,8 @@ class Board(object):
 
     def kube(self):
         if self._kube is None and self.settings.kubeconfig:
-            if self.kube_factory is not None:
-                self._kube = self.kube_factory(self.settings.kubeconfig)
-            else:
-                from ansible.module_utils.lab_kube import Kube
-                self._kube = Kube(self.settings.kubeconfig, timeout=5)
+            from ansible.module_utils.lab_kube import Kube
+            self._kube = Kube(self.settings.kubeconfig, timeout=5)
         return self._kube
 
     def nodes(self):

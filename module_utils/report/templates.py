@@ -66,6 +66,7 @@ tr.host-unreachable td, tr.host-failed td { background: var(--unknown-bg); }
 .reasons { margin: 0; padding-left: 18px; font-weight: 400; color: var(--ink); }
 .regressed { background: var(--broken); color: #fff; border-radius: 4px; padding: 0 4px; font-size: 11px; }
 .facts td:first-child { white-space: nowrap; }
+table.steps td:nth-child(-n+3), table.class td:first-child, table.class th { white-space: nowrap; }
 .limits { color: var(--unknown); }
 .live { float: right; font-size: 12px; padding: 2px 8px; border-radius: 10px; border: 1px solid var(--line); }
 .live.ok { color: var(--ok); border-color: var(--ok); }
