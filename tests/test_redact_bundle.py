@@ -27,7 +27,6 @@ import gpu_bundle_collect
 import gpu_bundle_node
 import gpu_diagnose
 from ansible.module_utils import gpu_support_bundle as gsb
-from ansible.module_utils.bundle import archive as ba
 from ansible.module_utils.bundle import redact as br
 
 try:
@@ -165,6 +164,8 @@ def test_a_second_pass_hides_nothing_more(tmp_path):
     ("GET /x?access_token=abc123&page=2", "GET /x?access_token=%s&page=2" % M, "secret-assignment"),
     ('level=info env="MY_SECRET=xyz987"', 'level=info env="MY_SECRET=%s"' % M, "secret-assignment"),
     ('{"clientSecret": "cs-123456"}', '{"clientSecret": "%s"}' % M, "secret-assignment"),
+    ('{"db": {"password": "nested-1"}}', '{"db": {"password": "%s"}}' % M, "secret-assignment"),
+    ('cfg={"api_token":"nested-2"}', 'cfg={"api_token":"%s"}' % M, "secret-assignment"),
     ('log {\\"password\\":\\"esc-pass\\"} end', 'log {\\"password\\":\\"%s\\"} end' % M, "secret-assignment"),
     ("api_key = 'abc-123'", "api_key = '%s'" % M, "secret-assignment"),
     ("password: yaml-pass\nuser: bob\n", "password: %s\nuser: bob\n" % M, "secret-field"),

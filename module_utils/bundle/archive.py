@@ -103,42 +103,41 @@ def _member_problem(member):
 def extract(archive, into):
     """Extract archive into the folder `into` (which exists, empty), member by member; ArchiveError
     naming the first member refused. Files 0600, folders 0700."""
-    into = os.path.realpath(into)
     try:
-        tar = tarfile.open(archive, mode="r:*")
-    except (OSError, tarfile.TarError) as exc:
-        raise ArchiveError("%s is not a tar archive (.tar.gz) this can read: %s; give the bundle's folder, or "
-                           "its archive as gpu_bundle_collect wrote it" % (archive, exc))
+        with tarfile.open(archive, mode="r:*") as tar:
+            _extract(tar, archive, os.path.realpath(into))
+    except (OSError, tarfile.TarError, EOFError, ValueError) as exc:
+        raise ArchiveError("%s is not a tar archive (.tar.gz) this can read to its end: %s; give the bundle's "
+                           "folder, or its archive as gpu_bundle_collect wrote it" % (archive, exc))
+
+
+def _extract(tar, archive, into):
     total, count, seen = 0, 0, set()
-    with tar:
-        try:
-            for member in tar:
-                count += 1
-                if count > MAX_MEMBERS:
-                    raise ArchiveError("%s has more than %d members: not a support bundle" % (archive, MAX_MEMBERS))
-                problem = _member_problem(member)
-                if problem:
-                    raise ArchiveError("%s: member %r is refused - %s; a support bundle archive holds only files "
-                                       "and folders under one relative folder" % (archive, member.name, problem))
-                target = os.path.realpath(os.path.join(into, member.name))
-                if os.path.commonpath([into, target]) != into:
-                    raise ArchiveError("%s: member %r lands outside the folder; refused" % (archive, member.name))
-                if member.isdir():
-                    os.makedirs(target, mode=0o700, exist_ok=True)
-                    continue
-                if target in seen:
-                    raise ArchiveError("%s: member %r comes twice; refused" % (archive, member.name))
-                seen.add(target)
-                total += member.size
-                if total > MAX_BYTES:
-                    raise ArchiveError("%s unpacks to more than %d bytes: not a support bundle" % (archive, MAX_BYTES))
-                os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-                source = tar.extractfile(member)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-                with os.fdopen(fd, "wb") as out, source:
-                    shutil.copyfileobj(source, out)
-        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-            raise ArchiveError("%s cannot be read to its end: %s (a cut or damaged archive?)" % (archive, exc))
+    for member in tar:
+        count += 1
+        if count > MAX_MEMBERS:
+            raise ArchiveError("%s has more than %d members: not a support bundle" % (archive, MAX_MEMBERS))
+        problem = _member_problem(member)
+        if problem:
+            raise ArchiveError("%s: member %r is refused - %s; a support bundle archive holds only files "
+                               "and folders under one relative folder" % (archive, member.name, problem))
+        target = os.path.realpath(os.path.join(into, member.name))
+        if os.path.commonpath([into, target]) != into:
+            raise ArchiveError("%s: member %r lands outside the folder; refused" % (archive, member.name))
+        if member.isdir():
+            os.makedirs(target, mode=0o700, exist_ok=True)
+            continue
+        if target in seen:
+            raise ArchiveError("%s: member %r comes twice; refused" % (archive, member.name))
+        seen.add(target)
+        total += member.size
+        if total > MAX_BYTES:
+            raise ArchiveError("%s unpacks to more than %d bytes: not a support bundle" % (archive, MAX_BYTES))
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+        source = tar.extractfile(member)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "wb") as out, source:
+            shutil.copyfileobj(source, out)
 
 
 def bundle_root(folder):

@@ -193,11 +193,11 @@ _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*
 _AWS_ID = re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])"
                          r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_VALUE = r"(?!=)(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"',;&)\]}]+)"
+_VALUE = r"(?![={\[])(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"',;&)\]}]+)"
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w.-]*)(=|[ \t]+)" + _VALUE)
 _ASSIGN = re.compile(r"(?<![\w.\-/$])([A-Za-z_][\w.\-]*)([ \t]*=[ \t]*)" + _VALUE)
 _QUOTED_KEY = re.compile(r"(\\?[\"'])([A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
-                         r"(\\\"(?:(?!\\\").)*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]\\]+)")
+                         r"(\\\"(?:(?!\\\").)*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|(?![{\[])[^\s,}\]\\]+)")
 _YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
 _BLOCK = re.compile(r"^[|>][+-]?[0-9]?[ \t]*(#.*)?$")
 _NOT_SECRET_WORDS = {"null", "~", "true", "false", "none", "nil", "yes", "no", '""', "''"}
