@@ -16,6 +16,14 @@ normal way on every other host - over SSH, with become, or with
 ansible.netcommon runs modules in-worker the same way (basic.py's ``_record_module_result``
 hook names it).
 
+A guarded edge, not Ansible's public surface: the module runner it copies (``basic._ANSIBLE_ARGS``,
+``_ANSIBLE_PROFILE``, ``_parse_returned_data(result, profile)`` - whose signature changed between
+2.18 and 2.19) is ansible-core's own inside. So it runs only on the series it was written for
+(WRITTEN_FOR); on any other ansible-core it steps aside to the normal module path and says so once
+(a warning, deduplicated by the controller). The lab turns it on by default; the collection an
+ops team installs runs modules the normal way unless they opt in with
+``GPU_INCIDENT_LAB_IN_WORKER=1`` (tests/cluster/test_collection.py runs both).
+
 What differs in-worker: the module runs under the controller's Python (not the discovered
 ``ansible_python_interpreter``) and shares the worker's process state (cwd, umask, locale,
 environment) - the worker is forked for this one task and exits after it, so nothing leaks
@@ -30,32 +38,69 @@ import os
 import runpy
 import traceback
 
+from ansible import constants as C
 from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.plugins.action import ActionBase
-from ansible.plugins.loader import module_utils_loader
+from ansible.plugins.action.normal import ActionModule as NormalAction
+from ansible.release import __version__ as ANSIBLE_CORE_VERSION
+from ansible.utils.display import Display
 from ansible.vars.clean import remove_internal_keys
 
-LOCAL_CONNECTIONS = ("local", "ansible.builtin.local", "ansible.legacy.local")
+LOCAL_CONNECTIONS = ("ansible.builtin.local", "ansible.legacy.local", "local")
 SWITCH = "GPU_INCIDENT_LAB_IN_WORKER"
 PROFILE = "legacy"   # the serialization profile of a module without metadata (module_common)
+# the ansible-core series whose module runner this copies (see the module docstring)
+WRITTEN_FOR = "2.19"
+# in the lab (this file in action_plugins/) on by default; in the installed collection off
+IN_COLLECTION = __name__.startswith("ansible_collections.")
 
 
-class ActionModule(ActionBase):
+def decision(environ=None, version=ANSIBLE_CORE_VERSION, in_collection=IN_COLLECTION):
+    """(run in the worker?, why not - a sentence to say once, or None when there is nothing to say).
+
+    GPU_INCIDENT_LAB_IN_WORKER=0 turns it off, =1 on; unset, the lab has it on and the collection
+    off. On an ansible-core other than WRITTEN_FOR it is off whatever the switch says."""
+    switch = (os.environ if environ is None else environ).get(SWITCH)
+    wanted = switch == "1" or (switch is None and not in_collection)
+    if not wanted:
+        return False, None
+    series = ".".join(str(version).split(".")[:2])
+    if series != WRITTEN_FOR:
+        return False, ("ansible-core %s: the lab's in-worker module runs were written for ansible-core %s.x "
+                       "(they copy its module runner); modules run the normal way (AnsiballZ) instead"
+                       % (version, WRITTEN_FOR))
+    return True, None
+
+
+def module_utils_folders():
+    """The configured module_utils folders (ansible.cfg `module_utils`, ANSIBLE_MODULE_UTILS)."""
+    folders = C.config.get_config_value("DEFAULT_MODULE_UTILS_PATH") or []
+    return [f for f in folders if os.path.isdir(f)]
+
+
+def join_module_utils():
+    """The configured module_utils folders join ansible.module_utils' package path, as they are
+    inside an AnsiballZ payload: `from ansible.module_utils.lab_kube import Kube` then imports
+    the lab's file. Only the configured folders themselves, never their subfolders (a
+    subfolder's common.py would shadow ansible.module_utils.common). Also used by the
+    lab_preload callback before the workers fork."""
+    import ansible.module_utils  # pylint: disable=import-outside-toplevel
+    for folder in reversed(module_utils_folders()):
+        if folder not in ansible.module_utils.__path__:
+            ansible.module_utils.__path__.insert(0, folder)
+
+
+class ActionModule(NormalAction):
     """Run the task's module in this worker when the target is local, else the normal way."""
 
     _supports_check_mode = True
     _supports_async = True
 
     def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
         path = self._in_worker_path()
         if path is None:
-            result.update(self._execute_module(task_vars=task_vars,
-                                               wrap_async=self._task.async_val and not self._connection.has_native_async))
-            if not self._task.async_val:
-                self._remove_tmp_path(self._connection._shell.tmpdir)
-            return result
+            return super().run(tmp, task_vars)    # ansible.builtin.normal: AnsiballZ
+        result = ActionBase.run(self, tmp, task_vars)
         module_args = dict(self._task.args)
         self._update_module_args(self._task.action, module_args, task_vars)
         result.update(self._run_in_worker(path, module_args))
@@ -64,9 +109,12 @@ class ActionModule(ActionBase):
     def _in_worker_path(self):
         """The module's file (or a collection module's Python name) when it can run here, else
         None (the normal path)."""
-        if os.environ.get(SWITCH, "1") == "0":
+        on, why = decision()
+        if why:
+            Display().warning(why)
+        if not on:
             return None
-        if getattr(self._connection, "_load_name", None) not in LOCAL_CONNECTIONS:
+        if getattr(self._connection, "ansible_name", None) not in LOCAL_CONNECTIONS:
             return None
         if self._play_context.become or self._task.async_val or any(self._task.environment or []):
             return None
@@ -83,17 +131,9 @@ class ActionModule(ActionBase):
 
     def _run_in_worker(self, path, module_args):
         # pylint: disable=import-outside-toplevel
-        import ansible.module_utils
         from ansible.module_utils import basic
 
-        # the library's module_utils (adjacent or configured) resolve as ansible.module_utils.X,
-        # as inside an AnsiballZ payload; collections' module_utils import by their own names
-        # subdirs=False, as Ansible's own callers of module_utils_loader ask (its path cache keeps
-        # the first answer: with subfolders, module_utils/lab_grader/common.py would shadow
-        # ansible.module_utils.common, and every AnsiballZ payload built afterwards breaks)
-        for folder in reversed(module_utils_loader._get_paths(subdirs=False)):  # pylint: disable=protected-access
-            if folder not in ansible.module_utils.__path__ and os.path.isdir(folder):
-                ansible.module_utils.__path__.insert(0, folder)
+        join_module_utils()
         encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)
         basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": module_args}, cls=encoder).encode()
         basic._ANSIBLE_PROFILE = PROFILE

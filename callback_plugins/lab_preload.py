@@ -25,12 +25,11 @@ author: gpu-incident-lab contributors (@gpu-incident-lab)
 """
 
 import importlib
-import os
+import sys
 
 from ansible.plugins.callback import CallbackBase
-from ansible.plugins.loader import module_utils_loader
+from ansible.plugins.loader import action_loader
 
-SWITCH = "GPU_INCIDENT_LAB_IN_WORKER"
 # what nearly every lab module imports, and what the modules a lab run calls several times
 # import (containerd_merge, manifest_drift, node_resources); the rest is imported by the module
 # that needs it
@@ -41,20 +40,22 @@ PRELOAD = ("ansible.module_utils.basic", "yaml", "ansible.module_utils.lab_error
            "ansible.module_utils.node_status")
 
 
-def preload():
+def in_worker():
+    """The in-worker action's module (action_plugins/lab_in_worker.py), through Ansible's plugin
+    loader: its decision (on, the ansible-core series, the switch) and its module_utils path
+    handling are the one definition both use. None where the action is not found."""
+    cls = action_loader.get("lab_in_worker", class_only=True)
+    return sys.modules.get(cls.__module__) if cls is not None else None
+
+
+def preload(worker=None):
     """Import PRELOAD, with the configured module_utils folders on ansible.module_utils' path as
     the in-worker action puts them. What cannot be imported is left to the module (it fails
     there with its own words). Returns the names imported."""
-    import ansible.module_utils  # pylint: disable=import-outside-toplevel
+    worker = worker or in_worker()
     # Ansible's own module_utils first, before the lab's folders join the package's path
     import ansible.module_utils.basic  # noqa: F401 pylint: disable=import-outside-toplevel,unused-import
-
-    # subdirs=False, as Ansible's own callers of module_utils_loader ask (its path cache keeps
-    # the first answer: with subfolders, module_utils/lab_grader/common.py would shadow
-    # ansible.module_utils.common, and every AnsiballZ payload built afterwards breaks)
-    for folder in reversed(module_utils_loader._get_paths(subdirs=False)):  # pylint: disable=protected-access
-        if folder not in ansible.module_utils.__path__ and os.path.isdir(folder):
-            ansible.module_utils.__path__.insert(0, folder)
+    worker.join_module_utils()
     done = []
     for name in PRELOAD:
         try:
@@ -73,4 +74,5 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.preloaded = preload() if os.environ.get(SWITCH, "1") != "0" else []
+        worker = in_worker()
+        self.preloaded = preload(worker) if worker is not None and worker.decision()[0] else []

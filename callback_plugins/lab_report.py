@@ -37,22 +37,22 @@ class CallbackModule(DefaultCallback):
     CALLBACK_NAME = "lab_report"
 
     def _plain(self, result):
-        task_vars = getattr(result._task, "vars", None) or {}
+        task_vars = getattr(result.task, "vars", None) or {}
         return bool(task_vars.get("lab_report_plain"))
 
     def v2_runner_on_ok(self, result):
-        text = result._result.get("msg")
+        text = result.result.get("msg")
         if self._plain(result) and isinstance(text, str) and self._display.verbosity < 2:
             self._display.display(text.rstrip("\n"))
             return
         super().v2_runner_on_ok(result)
-        task_vars = getattr(result._task, "vars", None) or {}
+        task_vars = getattr(result.task, "vars", None) or {}
         if task_vars.get("lab_report_say") and isinstance(text, str) and text and self._display.verbosity < 1:
             for line in text.rstrip("\n").split("\n"):
                 self._display.display("  " + line)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if self._plain(result) and not ignore_errors and self._display.verbosity < 2:
-            self._display.display("FAILED: %s" % result._result.get("msg", ""), color=C.COLOR_ERROR)
+            self._display.display("FAILED: %s" % result.result.get("msg", ""), color=C.COLOR_ERROR)
             return
         super().v2_runner_on_failed(result, ignore_errors=ignore_errors)

@@ -122,3 +122,63 @@ def test_the_normal_path_really_needs_the_interpreter(tmp_path):
     slow, _root = run(tmp_path, "normal", False, "/nonexistent/python3")
     assert slow.returncode != 0
     assert "/nonexistent/python3" in slow.stdout
+
+
+def _action_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lab_in_worker_under_test", ROOT / "action_plugins/lab_in_worker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("switch, version, in_collection, expected", [
+    (None, "2.19.14", False, (True, None)),      # the lab: on by default
+    ("0", "2.19.14", False, (False, None)),      # turned off, nothing to say
+    (None, "2.19.0", True, (False, None)),       # the installed collection: off unless opted in
+    ("1", "2.19.3", True, (True, None)),         # opted in
+    ("1", "2.20.1", True, (False, "2.20.1")),    # another series: steps aside, says why
+    (None, "2.18.7", False, (False, "2.18.7")),
+    ("0", "2.20.1", False, (False, None)),       # off anyway: no warning
+])
+def test_the_in_worker_decision(switch, version, in_collection, expected):
+    worker = _action_module()
+    environ = {} if switch is None else {"GPU_INCIDENT_LAB_IN_WORKER": switch}
+    on, why = worker.decision(environ, version, in_collection)
+    assert on is expected[0]
+    if expected[1] is None:
+        assert why is None
+    else:
+        assert why.startswith("ansible-core %s: " % expected[1]) and "written for ansible-core 2.19.x" in why
+        assert "run the normal way (AnsiballZ)" in why
+
+
+def test_an_other_ansible_core_runs_the_normal_way_and_says_so_once(tmp_path):
+    """On an ansible-core the runner was not written for, the lab's modules still run (the
+    normal way) and the run says why, once - not once per task."""
+    root = tmp_path / "lab"
+    site = tmp_path / "site"
+    site.mkdir()
+    # the worker believes it runs under another ansible-core (the decision reads the release)
+    # (in the controller and its forked workers only; module processes are left alone)
+    (site / "sitecustomize.py").write_text("import sys\nif sys.argv[0].endswith('ansible-playbook'):\n"
+                                           "    import ansible.release\n    ansible.release.__version__ = '2.99.0'\n")
+    playbook = tmp_path / "p.yml"
+    playbook.write_text("""
+- hosts: localhost
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: "%s"
+  tasks:
+    - text_files:
+        files: [{path: "%s/a.txt", content: "one\\n"}]
+    - text_files:
+        files: [{path: "%s/b.txt", content: "two\\n"}]
+""" % (sys.executable, root, root))
+    env = dict(os.environ, PYTHONPATH=str(site), ANSIBLE_FORCE_COLOR="0")
+    env.pop("GPU_INCIDENT_LAB_IN_WORKER", None)
+    out = subprocess.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", str(playbook)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (root / "a.txt").read_text() == "one\n" and (root / "b.txt").read_text() == "two\n"
+    said = (out.stdout + out.stderr).count("the lab's in-worker module runs were written for ansible-core 2.19.x")
+    assert said == 1, out.stdout + out.stderr

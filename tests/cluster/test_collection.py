@@ -326,16 +326,17 @@ def test_installed_collection_runs_by_fqcn_outside_the_checkout(tmp_path, built,
     work = tmp_path / "ops"
     work.mkdir()
     results = {}
-    # in the worker (the default on a local connection), then the usual way (AnsiballZ); the
-    # module files Ansible leaves behind (ANSIBLE_KEEP_REMOTE_FILES) tell which way ran
-    for mode in ("in-worker", "ansiballz"):
+    # the installed collection runs its modules the usual way (AnsiballZ) by default, and in the
+    # worker only when the ops team opts in (GPU_INCIDENT_LAB_IN_WORKER=1); the module files
+    # Ansible leaves behind (ANSIBLE_KEEP_REMOTE_FILES) tell which way ran
+    for mode in ("ansiballz", "in-worker"):
         run = tmp_path / mode
         run.mkdir()
         (work / "site.yml").write_text(PLAYBOOK.format(bundle=bundle, kubeconfig=cluster, out=run, fake=fake))
         extra = dict(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_KEEP_REMOTE_FILES="1",
                      ANSIBLE_REMOTE_TMP=str(run / "remote-tmp"))
-        if mode == "ansiballz":
-            extra["GPU_INCIDENT_LAB_IN_WORKER"] = "0"
+        if mode == "in-worker":
+            extra["GPU_INCIDENT_LAB_IN_WORKER"] = "1"
         out = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "site.yml"],
                              cwd=work, env=clean_env(**extra), capture_output=True, text=True, timeout=300)
         assert out.returncode == 0 and "failed=0" in out.stdout, out.stdout[-4000:] + out.stderr[-2000:]
