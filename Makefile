@@ -1,8 +1,11 @@
 # gpu-incident-lab - the two commands:
 #   make lab    set up everything and run the lab (ansible-playbook lab.yml)
-#   make test   the whole test suite: lint, pytest (real containerd 1.6.20 and 2.2.0), molecule,
-#               then pytest against a throw-away real control plane (tests/cluster)
+#   make test   the whole test suite: lint, pytest (real containerd oracles), molecule, then pytest
+#               against throw-away real control planes (tests/cluster); it may run beside a lab
+#               (the lab under the default names is recorded first and compared last)
 SHELL := /bin/bash
+# the component versions, defined once (CONTAINERD_DEBIAN, CONTAINERD_2, CONTAINERD_24, ...)
+include toolchain/versions.env
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -71,17 +74,22 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/ansible-galaxy collection install -r requirements.yml
 	touch $@
 
-# Debian's containerd 1.6.20, unpacked (not installed, no daemon): the oracle for what
-# containerd loads. `containerd --config F config dump` needs no running daemon.
+# Debian's containerd (CONTAINERD_DEBIAN), unpacked (not installed, no daemon): the oracle for
+# what containerd loads. `containerd --config F config dump` needs no running daemon. Another
+# Debian release's apt gives another containerd: refused, naming what it gave.
 oracle: $(ORACLE)
 
 $(ORACLE):
 	mkdir -p .cache/deb
 	cd .cache/deb && { apt-get download containerd || { apt-get update -qq && apt-get download containerd; }; }
-	dpkg-deb -x .cache/deb/containerd_*.deb .cache/containerd
-	$(ORACLE) --version
+	deb=$$(ls .cache/deb/containerd_*.deb | head -1); \
+	  case "$$(basename "$$deb")" in containerd_$(CONTAINERD_DEBIAN)[~-]*) ;; \
+	  *) echo "apt gave $$(basename "$$deb"); the 1.6 oracle must be containerd $(CONTAINERD_DEBIAN) (Debian 12's, toolchain/versions.env)" >&2; \
+	     rm -f "$$deb"; exit 1 ;; esac; \
+	  dpkg-deb -x "$$deb" .cache/containerd
+	$(ORACLE) --version | grep -F " $(CONTAINERD_DEBIAN)"
 
-# containerd 2.2.0 built from its pinned Go module (toolchain/containerd2), the second oracle:
+# containerd CONTAINERD_2 built from its pinned Go module (toolchain/containerd2), the second oracle:
 # how 2.x merges and migrates. No cgo; about 2-5 minutes the first time.
 oracle2: $(ORACLE2)
 
@@ -90,10 +98,10 @@ $(ORACLE2): toolchain/containerd2/go.mod toolchain/containerd2/go.sum
 	cd toolchain/containerd2 && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
 	  -o $(CURDIR)/$@.tmp github.com/containerd/containerd/v2/cmd/containerd
 	mv -f $@.tmp $@
-	$@ --version
+	$@ --version | grep -F " $(CONTAINERD_2)"
 
-# containerd 2.4.2, the third oracle: 2.3+ migrates each file to the current config version
-# before merging. Same flags as 2.2.0; a few minutes the first time.
+# containerd CONTAINERD_24, the third oracle: 2.3+ migrates each file to the current config version
+# before merging. Same flags as the second; a few minutes the first time.
 oracle24: $(ORACLE24)
 
 $(ORACLE24): toolchain/containerd24/go.mod toolchain/containerd24/go.sum
@@ -101,7 +109,7 @@ $(ORACLE24): toolchain/containerd24/go.mod toolchain/containerd24/go.sum
 	cd toolchain/containerd24 && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
 	  -o $(CURDIR)/$@.tmp github.com/containerd/containerd/v2/cmd/containerd
 	mv -f $@.tmp $@
-	$@ --version
+	$@ --version | grep -F " $(CONTAINERD_24)"
 
 # The collection gpu_incident.lab, built from the same sources the lab runs: tools/build_collection.py
 # stages what collection/ships.yml lists (and what that imports) under build/, ansible-galaxy packs

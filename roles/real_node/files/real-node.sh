@@ -350,13 +350,10 @@ packages() { # Debian's packages, unpacked (never installed) under PACKAGES_DIR/
 }
 
 containerd_build() { # 2.x: containerd, its runc shim and ctr from the pinned module
-  local dir
-  case "$CONTAINERD_VERSION" in
-    1.6.20) return 0 ;;
-    2.2.0) dir=containerd2 ;;
-    2.4.2) dir=containerd24 ;;
-    *) die "containerd $CONTAINERD_VERSION is not one the lab has (1.6.20, 2.2.0, 2.4.2)" ;;
-  esac
+  # node.env: CONTAINERD_DEBIAN and the module folder of the chosen version (toolchain/versions.env)
+  [ "$CONTAINERD_VERSION" != "$CONTAINERD_DEBIAN" ] || return 0
+  local dir=${CONTAINERD_MODULE_DIR:-}
+  [ -n "$dir" ] || die "containerd $CONTAINERD_VERSION is not one the lab has ($CONTAINERD_KNOWN; toolchain/versions.env)"
   local c
   for c in containerd containerd-shim-runc-v2 ctr; do
     [ -x "$CONTAINERD_BIN_DIR/$c" ] && continue
