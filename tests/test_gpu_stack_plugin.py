@@ -64,24 +64,35 @@ def poll(what, check, timeout):
 class Plugin:
     """The device plugin in a private mount namespace, optionally with dp-probe beside it."""
 
-    def __init__(self, tmp, binary, root, config=None, probe=None, allocate=0, env=None):
+    def __init__(self, tmp, binary, root, config=None, probe=None, allocate=0, env=None, argv0=None,
+                 config_path=None, manager=None):
         self.log = tmp / "plugin.log"
         self.probe_out = tmp / "probe.jsonl"
         args = ["--nvidia-driver-root=%s" % root, "--driver-root-ctr-path=%s" % root,
                 "--device-discovery-strategy=nvml"]
         if config:
             (tmp / "config.yaml").write_text(config)
-            args.append("--config-file=%s" % (tmp / "config.yaml"))
+            config_path = tmp / "config.yaml"
+        if config_path:
+            args.append("--config-file=%s" % config_path)
         script = ["set -e", "mount -t tmpfs tmpfs /var/lib", "mkdir -p %s" % SOCKET_DIR]
         if probe:
             script += ['"$0" -allocate %d > %s 2>&1 &' % (allocate, self.probe_out),
                        # bounded: dp-probe listens within 10 s or the run stops, saying so
                        "i=0; while [ ! -S %s/kubelet.sock ]; do i=$((i+1)); [ $i -le 200 ] || "
                        "{ echo 'dp-probe never listened' >&2; exit 3; }; sleep 0.05; done" % SOCKET_DIR]
-        script.append('exec "$1" ' + " ".join(shlex.quote(a) for a in args))
+        if manager:  # config-manager beside the plugin, as the Operator's sidecar
+            self.manager_log = tmp / "config-manager.log"
+            script.append(" ".join(shlex.quote(a) for a in manager) + " > %s 2>&1 &" % self.manager_log)
+        # argv0: a name of its own, for config-manager's --process-to-signal (bash's exec -a)
+        script.append('exec -a %s "$1" ' % shlex.quote(argv0 or str(binary)) + " ".join(shlex.quote(a) for a in args))
         self.log_handle = open(str(self.log), "w")
         self.proc = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script),
+            # a PID namespace of its own too, as a Pod's: config-manager looks for the process to
+            # signal among all it can see, and panics on a kernel thread's empty command line
+            # (cmd/config-manager/main.go findPidToSignal: cmdline[0])
+            ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc",
+             "bash", "-c", "\n".join(script),
              str(probe or "-"), str(binary)],
             stdout=self.log_handle, stderr=subprocess.STDOUT, start_new_session=True,
             env=dict(os.environ, **(env or {})))
@@ -234,3 +245,151 @@ def test_no_socket_folder_is_the_plugins_first_complaint(plugin_binary, driver_r
     assert done.returncode == 1
     assert "failed to create FS watcher for /var/lib/kubelet/device-plugins/: no such file or directory" in done.stdout
     assert os.path.exists("/var/lib/kubelet") == host_had_kubelet_dir
+
+
+class FakeNodeAPI:
+    """The least of an API server config-manager needs: one Node, listed and watched (client-go
+    v0.35 watches with sendInitialEvents first, WatchListClient being on by default; a plain
+    LIST + WATCH works too). set_label() sends a MODIFIED event to every open watch. Loopback only."""
+
+    def __init__(self, node, labels):
+        import http.server
+        import queue
+        import threading
+        self.node, self.labels, self.version, self.watches = node, dict(labels), 1, []
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):  # noqa: N802 - http.server's name
+                if not self.path.startswith("/api/v1/nodes"):
+                    self.send_error(404)
+                    return
+                if "watch=true" not in self.path:
+                    body = json.dumps({"kind": "NodeList", "apiVersion": "v1",
+                                       "metadata": {"resourceVersion": str(api.version)}, "items": [api.object()]})
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body.encode())
+                    return
+                events = queue.Queue()
+                if "sendInitialEvents=true" in self.path:
+                    events.put({"type": "ADDED", "object": api.object()})
+                    events.put({"type": "BOOKMARK", "object": {"kind": "Node", "apiVersion": "v1", "metadata": {
+                        "resourceVersion": str(api.version), "annotations": {"k8s.io/initial-events-end": "true"}}}})
+                api.watches.append(events)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    while True:
+                        event = events.get()
+                        if event is None:
+                            break
+                        data = (json.dumps(event) + "\n").encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def object(self):
+        return {"kind": "Node", "apiVersion": "v1",
+                "metadata": {"name": self.node, "resourceVersion": str(self.version), "labels": dict(self.labels)}}
+
+    def set_label(self, key, value):
+        self.labels[key] = value
+        self.version += 1
+        for events in self.watches:
+            events.put({"type": "MODIFIED", "object": self.object()})
+
+    def kubeconfig(self, path):
+        url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "fake",
+                                    "clusters": [{"name": "fake", "cluster": {"server": url}}],
+                                    "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+                                    "users": [{"name": "fake", "user": {}}]}))
+        return path
+
+    def close(self):
+        for events in self.watches:
+            events.put(None)
+        self.server.shutdown()
+        self.server.server_close()
+
+
+LABEL = "nvidia.com/device-plugin.config"
+
+
+@pytest.fixture
+def node_api():
+    api = FakeNodeAPI("lab-node-1", {})
+    yield api
+    api.close()
+
+
+def config_manager_args(tmp_path, kubeconfig, *extra):
+    srcdir = tmp_path / "configs"
+    srcdir.mkdir(exist_ok=True)
+    (srcdir / "any").write_text(TIME_SLICING)
+    (srcdir / "default").write_text("version: v1\n")
+    return [str(nvidia_binary("config-manager")), "--kubeconfig=%s" % kubeconfig, "--node-name=lab-node-1",
+            "--node-label=%s" % LABEL, "--config-file-srcdir=%s" % srcdir,
+            "--config-file-dst=%s" % (tmp_path / "config.yaml")] + list(extra)
+
+
+def test_config_manager_links_the_labelled_config(tmp_path, node_api):
+    """The node's label value names a file of --config-file-srcdir; the plugin's config file becomes
+    a symlink to it (cmd/config-manager/main.go updateSymlink - a link, not a copy). Its first read
+    of the label does not wait for the API (SyncableConfig.Get): it links the default first, then
+    the labelled file once the node arrives - so a --oneshot run (the Operator's init container)
+    can settle on the default although the label is set."""
+    node_api.set_label(LABEL, "any")
+    args = config_manager_args(tmp_path, node_api.kubeconfig(tmp_path / "kubeconfig"), "--default-config=default",
+                               "--send-signal=false")
+    log = open(str(tmp_path / "config-manager.log"), "w")
+    manager = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        poll("config-manager to link 'any'", lambda: (tmp_path / "config.yaml").is_symlink()
+             and os.readlink(str(tmp_path / "config.yaml")) == str(tmp_path / "configs/any"), 30)
+        text = (tmp_path / "config-manager.log").read_text()
+        assert "Label change detected: %s=any" % LABEL in text
+        assert "Successfully updated to config: any" in text
+    finally:
+        os.killpg(manager.pid, signal.SIGTERM)
+        manager.wait(timeout=15)
+        log.close()
+
+
+def test_label_to_twenty_devices_through_config_manager(tmp_path, node_api, run_plugin, driver_root, dp_probe):
+    """Step 7 the way the GPU Operator runs it: the label changes, config-manager links the
+    time-slicing config and sends SIGHUP to the process named --process-to-signal (argv[0] of a
+    process it can see: the plugin's PID namespace is shared with it, as in the Operator's Pod),
+    the plugin restarts with replicas 5 and the kubelet side sees 20 devices."""
+    name = "nvidia-device-plugin"
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "config.yaml").symlink_to(tmp_path / "configs/default")
+    args = config_manager_args(tmp_path, node_api.kubeconfig(tmp_path / "kubeconfig"), "--default-config=default",
+                               "--send-signal=true", "--signal=1", "--process-to-signal=%s" % name)
+    plugin = run_plugin(driver_root, probe=dp_probe, argv0=name, config_path=tmp_path / "config.yaml",
+                        manager=args)
+    plugin.wait_event("4 devices", lambda e: e["event"] == "devices" and e["count"] == 4)
+    poll("config-manager to find the default in place",
+         lambda: "Already configured. Skipping update..." in plugin.manager_log.read_text(), 30)
+    node_api.set_label(LABEL, "any")
+    poll("config-manager to link 'any'", lambda: os.readlink(str(tmp_path / "config.yaml")).endswith("/any"), 30)
+    plugin.wait_log(r"Received SIGHUP, restarting\.$")
+    plugin.wait_event("20 devices", lambda e: e["event"] == "devices" and e["count"] == 20)
+    assert "Successfully sent signal" in plugin.manager_log.read_text()

@@ -5,7 +5,8 @@
 // plugin that registers it dials <dir>/<endpoint> and follows ListAndWatch. It prints one JSON
 // object a line: {"event":"register",...} and {"event":"devices","count":N,"healthy":N,...};
 // with -allocate N it asks the plugin to Allocate N healthy devices after the first list and
-// prints {"event":"allocate","envs":{...}}.
+// prints {"event":"allocate","envs":{...}}. A stream that ends prints {"event":"ended"}; the
+// probe keeps serving, so a restarted plugin registers again.
 package main
 
 import (
@@ -53,14 +54,18 @@ func follow(dir string, req *pluginapi.RegisterRequest, allocate int) {
 		fail("dial %s: %v", req.Endpoint, err)
 	}
 	client := pluginapi.NewDevicePluginClient(conn)
+	defer func() { _ = conn.Close() }()
 	stream, err := client.ListAndWatch(context.Background(), &pluginapi.Empty{})
 	if err != nil {
-		fail("ListAndWatch: %v", err)
+		say(map[string]interface{}{"event": "ended", "resource": req.ResourceName, "error": err.Error()})
+		return
 	}
 	for first := true; ; first = false {
 		resp, err := stream.Recv()
 		if err != nil {
-			fail("ListAndWatch of %s ended: %v", req.ResourceName, err)
+			// as the kubelet: the plugin went away (a restart re-registers); keep serving
+			say(map[string]interface{}{"event": "ended", "resource": req.ResourceName, "error": err.Error()})
+			return
 		}
 		ids, healthy := []string{}, []string{}
 		health := map[string]string{}
