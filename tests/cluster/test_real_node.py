@@ -295,8 +295,8 @@ def test_two_labs_of_one_name_side_by_side_and_one_goes_alone(lab, tmp_path):
     other_state = home / ".local/state/gpu-incident-lab" / lab.name
     before = {name: (lab.node_dir / name).read_text() for name in ("holder.pid", "containerd.pid", "kubelet.pid")}
     address = _node_address(lab.name, other_state / "node")
-    dummy = "giltest%s" % uuid.uuid4().hex[:6]
-    sh("ip", "link", "add", dummy, "type", "dummy")
+    dummy = "giltest%s" % uuid.uuid4().hex[:6]   # a veth pair of the test's own (no traffic)
+    sh("ip", "link", "add", dummy, "type", "veth", "peer", "name", dummy + "p")
     try:
         sh("ip", "addr", "add", address + "/30", "dev", dummy)
         out, counts = play("lab.yml", *lab.extra, check=False, env=env)
