@@ -20,9 +20,9 @@ import hashlib
 import json
 import os
 import threading
-import xml.etree.ElementTree as ElementTree
 
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from xml.etree import ElementTree
 
 from ansible.module_utils.report.render import (
     ReportError, board_body, board_page, board_script, picture_model)
@@ -193,7 +193,8 @@ class Board(object):
             return out
         try:
             items = self.kube().items("/api/v1/nodes")
-        except Exception as exc:  # pylint: disable=broad-except - any failure is shown, the board goes on
+        # any failure is shown on the page, and the board goes on
+        except Exception as exc:  # pylint: disable=broad-except
             self._kube = None
             out["problem"] = "the cluster does not answer: %s" % exc
             return out
@@ -336,7 +337,8 @@ class Handler(BaseHTTPRequestHandler):
         if str(code).isdigit() and int(code) >= 400:
             BaseHTTPRequestHandler.log_request(self, code, size)
 
-    def log_message(self, format, *args):  # pylint: disable=redefined-builtin - the base class's name
+    # the base class's signature
+    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         self.server.log("%s %s" % (self.address_string(), format % args))
 
     def _send(self, status, body, content_type="text/plain; charset=utf-8", head=False):

@@ -240,13 +240,13 @@ def ensure(args, launcher, module_utils):
             stop(pid, state_dir)
             remove_files(state_dir)
         return {"changed": True, "running": False, "pid": None, "url": None,
-                "msg": "%s the board (pid %d)" % ("would stop" if args.dry_run else "stopped", pid)}
+                "msg": "%s the board (pid %s)" % ("would stop" if args.dry_run else "stopped", pid)}
     same = pid is not None and (info or {}).get("config") == config_of(args)
     if same:
         who = healthz(args.port)
         if isinstance(who, dict) and who.get("pid") == pid:
             return {"changed": False, "running": True, "pid": pid, "url": url,
-                    "msg": "the board is running (pid %d): %s" % (pid, url)}
+                    "msg": "the board is running (pid %s): %s" % (pid, url)}
     verb = "restart" if pid is not None else "start"
     if args.dry_run:
         return {"changed": True, "running": pid is not None, "pid": pid, "url": url,
@@ -255,7 +255,7 @@ def ensure(args, launcher, module_utils):
         stop(pid, state_dir)
     new = start(args, launcher, module_utils, state_dir)
     return {"changed": True, "running": True, "pid": new, "url": url,
-            "msg": "%s the board (pid %d): %s" % ("restarted" if pid else "started", new, url)}
+            "msg": "%s the board (pid %s): %s" % ("restarted" if pid else "started", new, url)}
 
 
 def serve(args, out):

@@ -198,7 +198,8 @@ BOARD_BODY = r"""
 <h2>Classroom</h2>
 {%- if classroom.problem %}<p class="problem">{{ classroom.problem }}</p>{% endif %}
 {%- if classroom.graded_at %}<p class="muted">class-report.xml from {{ classroom.graded_at }} ({{ classroom.path }})</p>
-{%- else %}<p class="muted">No class grade yet: <code>ansible-playbook playbooks/classroom-grade.yml -i INVENTORY</code> writes {{ classroom.path }}.</p>{% endif %}
+{%- else %}<p class="muted">No class grade yet:
+  <code>ansible-playbook playbooks/classroom-grade.yml -i INVENTORY</code> writes {{ classroom.path }}.</p>{% endif %}
 <table class="class">
   <tr><th>Host</th><th>Lab</th>{% for s in classroom.columns %}<th>{{ s.label }}</th>{% endfor %}<th>Passed</th></tr>
   {%- for h in classroom.hosts %}
@@ -225,7 +226,8 @@ BOARD_BODY = r"""
 {%- if nodes.problem %}<p class="problem" data-problem="nodes">{{ nodes.problem }}</p>{% endif %}
 {%- if nodes.rows %}
 <table>
-  <tr><th>Node</th><th>Kind</th><th>Ready</th><th>{{ resource }} advertised</th><th>allocatable</th><th>Taints</th><th>Node side ({{ nodes.facts_name }})</th></tr>
+  <tr><th>Node</th><th>Kind</th><th>Ready</th><th>{{ resource }} advertised</th><th>allocatable</th><th>Taints</th>
+      <th>Node side ({{ nodes.facts_name }})</th></tr>
   {%- for n in nodes.rows %}
   <tr data-node="{{ n.name }}" data-ready="{{ n.ready }}" data-kind="{{ n.kind }}">
     <td>{{ n.name }}</td><td>{{ n.kind }}</td>
@@ -238,7 +240,8 @@ BOARD_BODY = r"""
 </section>
 <section id="steps">
 <h2>Steps</h2>
-<p class="muted">{% if grade.graded_at %}Last grade run {{ grade.graded_at }} ({{ grade.path }}){% if grade.lab_root %}, lab folder <code>{{ grade.lab_root }}</code>{% endif %}.
+<p class="muted">{% if grade.graded_at %}Last grade run {{ grade.graded_at }} ({{ grade.path }})
+  {%- if grade.lab_root %}, lab folder <code>{{ grade.lab_root }}</code>{% endif %}.
   {%- else %}No grade yet: <code>ansible-playbook playbooks/grade.yml</code> writes {{ grade.path }}.{% endif %}</p>
 {%- if grade.problem %}<p class="problem">{{ grade.problem }}</p>{% endif %}
 <table class="steps">
@@ -246,7 +249,8 @@ BOARD_BODY = r"""
   {%- for s in grade.rows %}
   <tr data-step="{{ s.key }}" data-state="{{ s.state }}">
     <td>{{ s.label }}</td>
-    <td class="state-{{ s.state }}">{{ s.state if s.state != 'not-graded' else 'not graded' }}{% if s.regressed %} <span class="regressed">was PASS</span>{% endif %}</td>
+    <td class="state-{{ s.state }}">{{ s.state if s.state != 'not-graded' else 'not graded' }}
+      {%- if s.regressed %} <span class="regressed">was PASS</span>{% endif %}</td>
     <td class="muted">{{ s.when }}{% if s.earlier %} (an earlier run){% endif %}</td>
     <td>{% if s.reasons %}<ul class="reasons">{% for r in s.reasons %}<li>{{ r }}</li>{% endfor %}</ul>{% endif %}</td>
   </tr>
@@ -257,10 +261,12 @@ BOARD_BODY = r"""
 <h2>Active drill</h2>
 {%- if drill.problem %}<p class="problem">{{ drill.problem }}</p>{% endif %}
 {%- if drill.name %}
-<p data-drill="{{ drill.name }}">Drill <b>{{ drill.name }}</b> is in place since {{ drill.since }}: Pod <code>{{ drill.pod }}</code>, node <code>{{ drill.node }}</code>.
-  The trainee hands in <code>drills/{{ drill.name }}.txt</code>; <code>ansible-playbook playbooks/grade.yml -e drill={{ drill.name }}</code> grades it.</p>
+<p data-drill="{{ drill.name }}">Drill <b>{{ drill.name }}</b> is in place since {{ drill.since }}:
+  Pod <code>{{ drill.pod }}</code>, node <code>{{ drill.node }}</code>. The trainee hands in
+  <code>drills/{{ drill.name }}.txt</code>; <code>ansible-playbook playbooks/grade.yml -e drill={{ drill.name }}</code> grades it.</p>
 {%- else %}
-<p data-drill="">No drill in place{% if drill.since %} (healthy path since {{ drill.since }}){% endif %}. <code>ansible-playbook playbooks/drill.yml -e drill=list</code> lists them.</p>
+<p data-drill="">No drill in place{% if drill.since %} (healthy path since {{ drill.since }}){% endif %}.
+  <code>ansible-playbook playbooks/drill.yml -e drill=list</code> lists them.</p>
 {%- endif %}
 </section>
 <section id="diagnosis">
