@@ -214,8 +214,9 @@ def test_page_follows_the_lab_without_reload(lab, browser, tmp_path):
     assert "merge.txt: MAIN_RUNTIMES is missing" in hosts["trainee-02"]["text"]
     assert hosts["trainee-03"]["status"] == "unreachable" and "No route to host" in hosts["trainee-03"]["text"]
     assert hosts["trainee-04"]["status"] == "not-graded" and "not graded yet" in hosts["trainee-04"]["text"]
-    assert page.evaluate("document.querySelector('#classroom td[data-kwok-only=\"true\"]').innerText") \
-        == "kwok-only (no root on this host)"
+    fallback = page.evaluate("[...document.querySelectorAll('#classroom td[data-fallback=\"true\"]')]"
+                             ".map(c => [c.parentElement.dataset.host, c.innerText])")
+    assert fallback == [["trainee-02", "kwok-only (no root on this host) fallback"]]
     page.screenshot(str(tmp_path / "board-start.png"))
 
     # a step graded broken: the row follows, with its reason

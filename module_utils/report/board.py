@@ -290,6 +290,8 @@ class Board(object):
                 "name": name, "lab": entry["lab"], "status": entry["status"],
                 "status_label": labels.get(entry["status"], entry["status"]),
                 "reason": entry["reason"], "kwok_only": "kwok-only" in str(entry["lab"]),
+                # the lab asked for a real node, the host had no root: classroom_trainee's fallback
+                "fallback": "no root" in str(entry["lab"]),
                 "cells": cells, "passed": "%d of %d" % (passed, len(entry["cells"]))})
         return out
 

@@ -64,6 +64,8 @@ td.state-not-graded { color: var(--muted); }
 tr.host-unreachable td, tr.host-failed td { background: var(--unknown-bg); }
 .muted { color: var(--muted); }
 .reasons { margin: 0; padding-left: 18px; font-weight: 400; color: var(--ink); }
+td.fallback { background: var(--unknown-bg); }
+.fallback-mark { border: 1px solid var(--unknown); color: var(--unknown); border-radius: 4px; padding: 0 4px; font-size: 11px; }
 .regressed { background: var(--broken); color: #fff; border-radius: 4px; padding: 0 4px; font-size: 11px; }
 .facts td:first-child { white-space: nowrap; }
 table.steps td:nth-child(-n+3), table.class td:first-child, table.class th { white-space: nowrap; }
@@ -205,7 +207,9 @@ BOARD_BODY = r"""
   {%- for h in classroom.hosts %}
   <tr class="host-{{ h.status }}" data-host="{{ h.name }}" data-status="{{ h.status }}" data-lab="{{ h.lab }}">
     <td>{{ h.name }}</td>
-    <td data-kwok-only="{{ 'true' if h.kwok_only else 'false' }}">{{ h.lab }}</td>
+    <td data-kwok-only="{{ 'true' if h.kwok_only else 'false' }}" data-fallback="{{ 'true' if h.fallback else 'false' }}"
+        {%- if h.fallback %} class="fallback" title="lab_real_node asked for a real node; this host has no root, so it runs the kwok-only lab"{% endif %}>
+      {{- h.lab }}{% if h.fallback %} <span class="fallback-mark">fallback</span>{% endif %}</td>
     {%- if h.status == 'graded' %}
       {%- for c in h.cells %}
       <td class="state-{{ c.state }}" data-step="{{ c.step }}" data-state="{{ c.state }}"{% if c.reason %} title="{{ c.reason }}"{% endif %}>
