@@ -136,8 +136,9 @@ def _extract(tar, archive, into):
         os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
         source = tar.extractfile(member)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "wb") as out, source:
-            shutil.copyfileobj(source, out)
+        with source:
+            with os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(source, out)
 
 
 def bundle_root(folder):
