@@ -414,17 +414,27 @@ def test_cdi_spec_missing_is_a_runtime_break(module_runner, tmp_path):
     assert "nvidia-ctk cdi generate" in layer(out, "container-runtime")["next"]
 
 
-def test_what_a_bundle_lacks_is_skipped_or_unknown(module_runner, tmp_path):
+# a bundle with no node folder: what it lacks decides the runtime's one outcome - without
+# runtimeclasses.json the Pod's handler is unknown; with it, the handler is known and only the
+# node's containerd is missing (skipped: it can only be read on the node)
+@pytest.mark.parametrize("runtimeclasses,status,reason", [
+    (False, "unknown", "the RuntimeClass is not in this source"),
+    (True, "skipped", "what the running containerd holds can only be read on the node"),
+])
+def test_what_a_bundle_lacks_is_skipped_or_unknown(module_runner, tmp_path, runtimeclasses, status, reason):
     b = Bundle(tmp_path / "thin")
-    b.cluster["runtimeclasses.json"] = None
+    if not runtimeclasses:
+        b.cluster["runtimeclasses.json"] = None
     b.cluster["events.json"] = None
     b.cluster["pods.json"] = [plugin_pod("nvidia-device-plugin-daemonset-x7k2p", OPERATOR_LABELS),
                               workload(phase="Running", waiting=None)]
     out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
     statuses = {l["layer"]: l["status"] for l in out["layers"]}
-    assert statuses["driver"] == "unknown" and statuses["container-runtime"] in ("unknown", "skipped")
+    assert statuses == {"driver": "unknown", "container-runtime": status, "device-plugin": "ok",
+                        "node-advertisement": "ok", "scheduling": "ok", "workload": "ok"}
+    assert layer(out, "driver")["reason"] == "nvidia-smi was not run on %s (the bundle has no nodes/%s/)" % (NODE, NODE)
+    assert layer(out, "container-runtime")["reason"] == reason
     assert out["first_broken"] is None
-    assert all(l.get("reason") for l in out["layers"] if l["status"] in ("unknown", "skipped"))
     # no pods.json at all: the device plugin cannot be judged, and a Pod cannot be read
     (tmp_path / "thin" / "cluster" / "pods.json").unlink()
     out = diagnose(module_runner, str(tmp_path / "thin"), node=NODE)
