@@ -21,6 +21,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = pathlib.Path(__file__).parent / "trainee"
 WRONG = sorted(p.name for p in (CORPUS / "wrong").iterdir())
 UNREACHABLE = "the cluster is not reachable"
+# the grader's catch-all when a check raises (Grader.grade): on the corpus it must never fire -
+# test_a_crashing_check_is_reported_as_a_grader_bug proves these are its words
+CRASHED = ("the grader could not judge", "report this as a grader bug")
+
+
+def assert_judged(result):
+    """No step of a grade() result went to the catch-all: every check judged the files."""
+    for step, res in result.items():
+        text = " ".join(res["reasons"])
+        assert not any(words in text for words in CRASHED), (step, text)
 
 
 def lab_settings(*extra_vars):
@@ -86,7 +96,9 @@ def test_wrong_attempt_fails_its_step_with_the_reason(tmp_path, case, settings):
         for path in (CORPUS / "wrong" / case).rglob("*"):
             if path.is_file() and path.name != "expect.yml":
                 os.chmod(lab / path.relative_to(CORPUS / "wrong" / case), int(expect["mode"], 8))
-    res = Grader(str(lab), **settings).grade([expect["step"]])[str(expect["step"])]
+    result = Grader(str(lab), **settings).grade([expect["step"]])
+    assert_judged(result)
+    res = result[str(expect["step"])]
     assert not res["passed"]
     file_reasons = [r for r in res["reasons"] if not r.startswith(UNREACHABLE)]
     assert any(expect["reason"] in r for r in file_reasons), file_reasons
@@ -149,11 +161,25 @@ def test_malformed_trainee_files_get_plain_reasons(tmp_path, settings):
     (lab / "k8s/gpu-pod.yaml").write_text("- just\n- a list\n")
     (lab / "out/merge.txt").write_bytes(b"\x00\x01garbage")
     result = Grader(str(lab), **settings).grade([1, 3, 5, 7])
+    assert_judged(result)
     for step, res in result.items():
         assert not res["passed"], step
         text = " ".join(res["reasons"])
-        assert "the check itself failed" not in text and "Error:" not in text, (step, text)
+        assert "Error:" not in text, (step, text)
     assert "containerd" in " ".join(result["1"]["reasons"])
+
+
+def test_a_crashing_check_is_reported_as_a_grader_bug(tmp_path, settings, monkeypatch):
+    """The catch-all's words are CRASHED: a check that raises is reported with them, so the
+    corpus tests' assert_judged fails on a crash instead of passing on a stale phrase."""
+    def crash(self):
+        raise KeyError("boom")
+    monkeypatch.setattr(Grader, "step1", crash)
+    result = Grader(str(lab_from(tmp_path)), **settings).grade([1, 2])
+    assert not result["1"]["passed"] and result["2"]["passed"]
+    assert all(words in result["1"]["reasons"][0] for words in CRASHED), result["1"]["reasons"]
+    with pytest.raises(AssertionError):
+        assert_judged(result)
 
 
 def test_the_expected_values_are_the_lab_settings(tmp_path):
