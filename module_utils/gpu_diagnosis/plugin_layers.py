@@ -27,50 +27,21 @@ def device_plugin(seen):
     error text of its own. Skipped: the source holds no Pods.
     """
     name, facts, texts, where = seen.name, seen.facts or {}, seen.texts, seen.where
-    selector_text = " | ".join(seen.selectors)
     refs = [where.pods(s, seen.dp_namespace) for s in seen.selectors]
     source = "%s (spec.nodeName=%s)" % (" + ".join(refs), name)
     if seen.plugin_why is not None:
         return verdict("device-plugin", "skipped", [ev(source, "not readable: %s" % seen.plugin_why)],
                        "give the cluster's Pods (kubectl get pods -A -o json)",
                        reason=seen.plugin_why)
-    pods, others = seen.plugin_pods, seen.other_components
     evidence = []
-    for p, what in others:
+    for p, what in seen.other_components:
         evidence.append(ev("note", "%s/%s matches %s but is %s, not the device plugin" % (
-            p["metadata"].get("namespace"), p["metadata"]["name"], selector_text, what)))
+            p["metadata"].get("namespace"), p["metadata"]["name"], " | ".join(seen.selectors), what)))
+    sockets = _plugin_sockets(facts)
+    if not seen.plugin_pods:
+        return _no_plugin_pod(seen, source, evidence, sockets)
+    broken = _plugin_pod_problem(seen, evidence)
     fref = where.facts(name)
-    sockets = facts.get("device_plugin_sockets")
-    if sockets is None and "device_plugin_socket" in facts:
-        sockets = ["<a socket>"] if facts["device_plugin_socket"] else []
-    mine = [t for t in texts if t["layer"] == "device-plugin"]
-    if not pods:
-        evidence.insert(0, ev(source, "no device-plugin Pod on %s" % name))
-        evidence += daemonset_evidence(seen)
-        if sockets:
-            evidence.append(ev("note", "%s says the plugin socket exists on %s (%s), but no "
-                               "plugin Pod runs there: a stale socket file, judged by the "
-                               "cluster" % (fref, name, ", ".join(sockets))))
-        return verdict("device-plugin", "broken", evidence,
-                       "the device-plugin DaemonSet has no Pod on %s: check its nodeSelector/"
-                       "affinity/tolerations against the node's labels and taints, and "
-                       "`kubectl get ds -A -l %s`" % (name, seen.selectors[0]))
-    broken = None
-    for plugin in pods:
-        ns, pname = plugin["metadata"].get("namespace"), plugin["metadata"]["name"]
-        phase = (plugin.get("status") or {}).get("phase")
-        ready = condition(plugin, "Ready").get("status")
-        mounted = mounts_socket_dir(plugin)
-        evidence.append(ev(where.pod(ns, pname), "phase=%s Ready=%s mounts %s: %s" % (
-            phase, ready or "<unset>", SOCKET_DIR, "yes" if mounted else "no")))
-        if phase != "Running" or ready != "True":
-            broken = broken or ("the device-plugin Pod %s/%s is %s (Ready=%s): kubectl -n %s "
-                                "describe pod %s and its logs" % (ns, pname, phase, ready, ns,
-                                                                  pname))
-        elif not mounted:
-            broken = broken or ("the device-plugin Pod %s/%s does not mount the hostPath %s: "
-                                "it cannot register with the kubelet - add the volume and "
-                                "volumeMount" % (ns, pname, SOCKET_DIR))
     if sockets is not None:
         evidence.append(ev("%s device_plugin_sockets (nvidia-<resource>.sock in %s)" % (
             fref, SOCKET_DIR), sockets or "none"))
@@ -83,6 +54,7 @@ def device_plugin(seen):
     for t in lower:
         evidence.append(ev(t["source"], "%s -> caused at the %s layer" % (t["line"][:240],
                                                                           t["layer"])))
+    mine = [t for t in texts if t["layer"] == "device-plugin"]
     if mine and not broken:
         evidence += text_ev(mine)
         broken = "%s: read the plugin's log on %s (kubectl logs) - %s" % (
@@ -93,6 +65,53 @@ def device_plugin(seen):
         return verdict("device-plugin", "broken", evidence, broken)
     return verdict("device-plugin", "ok", evidence, "the plugin runs and mounts the kubelet's "
                    "socket folder; go on to what the node advertises")
+
+
+def _plugin_sockets(facts):
+    """The plugin sockets the node facts list (nvidia-<resource>.sock), ["<a socket>"] / [] from
+    the older yes/no fact, or None when not read."""
+    sockets = facts.get("device_plugin_sockets")
+    if sockets is None and "device_plugin_socket" in facts:
+        sockets = ["<a socket>"] if facts["device_plugin_socket"] else []
+    return sockets
+
+
+def _no_plugin_pod(seen, source, evidence, sockets):
+    """Broken: no plugin Pod runs on the node - with what its DaemonSets say about the node and
+    a socket left behind as a note."""
+    name = seen.name
+    evidence.insert(0, ev(source, "no device-plugin Pod on %s" % name))
+    evidence += daemonset_evidence(seen)
+    if sockets:
+        evidence.append(ev("note", "%s says the plugin socket exists on %s (%s), but no "
+                           "plugin Pod runs there: a stale socket file, judged by the "
+                           "cluster" % (seen.where.facts(name), name, ", ".join(sockets))))
+    return verdict("device-plugin", "broken", evidence,
+                   "the device-plugin DaemonSet has no Pod on %s: check its nodeSelector/"
+                   "affinity/tolerations against the node's labels and taints, and "
+                   "`kubectl get ds -A -l %s`" % (name, seen.selectors[0]))
+
+
+def _plugin_pod_problem(seen, evidence):
+    """Each plugin Pod on the node as evidence (phase, Ready, the socket folder mounted); what
+    is wrong with the first one not Running/Ready or without the mount, else None."""
+    broken = None
+    for plugin in seen.plugin_pods:
+        ns, pname = plugin["metadata"].get("namespace"), plugin["metadata"]["name"]
+        phase = (plugin.get("status") or {}).get("phase")
+        ready = condition(plugin, "Ready").get("status")
+        mounted = mounts_socket_dir(plugin)
+        evidence.append(ev(seen.where.pod(ns, pname), "phase=%s Ready=%s mounts %s: %s" % (
+            phase, ready or "<unset>", SOCKET_DIR, "yes" if mounted else "no")))
+        if phase != "Running" or ready != "True":
+            broken = broken or ("the device-plugin Pod %s/%s is %s (Ready=%s): kubectl -n %s "
+                                "describe pod %s and its logs" % (ns, pname, phase, ready, ns,
+                                                                  pname))
+        elif not mounted:
+            broken = broken or ("the device-plugin Pod %s/%s does not mount the hostPath %s: "
+                                "it cannot register with the kubelet - add the volume and "
+                                "volumeMount" % (ns, pname, SOCKET_DIR))
+    return broken
 
 
 def daemonset_evidence(seen):

@@ -21,30 +21,9 @@ def scheduling(seen):
     Broken: the node is cordoned or not Ready (no Pod given); the Pod is not scheduled.
     Unknown: no PodScheduled condition yet, or a source without the node's conditions.
     """
+    if seen.pod is None:
+        return _judge_node_schedulable(seen)
     name, node, pod, where = seen.name, seen.node, seen.pod, seen.where
-    ref = where.node(name)
-    spec = node.get("spec") or {}
-    taints = spec.get("taints") or []
-    if pod is None:
-        evidence = [ev("%s .spec.unschedulable" % ref, bool(spec.get("unschedulable"))),
-                    ev("%s .spec.taints" % ref,
-                        ["%s=%s:%s" % (t.get("key"), t.get("value", ""), t.get("effect"))
-                         for t in taints] or "none")]
-        ready = condition(node, "Ready").get("status")
-        evidence.append(ev("%s Ready condition" % ref, ready or "<unset>"))
-        if ready is None and where.kind != "live":
-            return verdict("scheduling", "unknown", evidence, "the node's conditions are not "
-                           "in this source", reason="no Ready condition here")
-        if spec.get("unschedulable") or ready != "True":
-            return verdict("scheduling", "broken", evidence,
-                           "the node is %s: nothing new is scheduled there"
-                           % ("cordoned" if spec.get("unschedulable") else "not Ready"))
-        hard = [t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")]
-        if hard:
-            return verdict("scheduling", "ok", evidence, "only Pods that tolerate %s land here"
-                           % ", ".join(t.get("key", "") for t in hard))
-        return verdict("scheduling", "ok", evidence, "the node takes Pods; give a Pod to check "
-                       "its own scheduling")
     ns, pname = pod["metadata"].get("namespace"), pod["metadata"]["name"]
     cond = condition(pod, "PodScheduled")
     source = "%s .status.conditions[PodScheduled]" % where.pod(ns, pname)
@@ -60,25 +39,60 @@ def scheduling(seen):
     message = cond.get("message") or ""
     evidence = [ev(source, "status=%s reason=%s" % (cond.get("status"), cond.get("reason"))),
                 ev("PodScheduled.message", message)]
-    findings = scheduler_findings(message, seen.resource)
+    findings = scheduler_findings(message, seen.resource) + _node_against_pod(seen)
+    for finding in findings:
+        evidence.append(ev("finding", finding))
+    return verdict("scheduling", "broken", evidence,
+                   "; ".join(findings) if findings else "read the scheduler's message above: "
+                   "kubectl describe pod %s -n %s" % (pname, ns))
+
+
+def _judge_node_schedulable(seen):
+    """No Pod: does the node take new Pods (not cordoned, Ready; which taints it sets)?"""
+    ref = seen.where.node(seen.name)
+    spec = seen.node.get("spec") or {}
+    taints = spec.get("taints") or []
+    evidence = [ev("%s .spec.unschedulable" % ref, bool(spec.get("unschedulable"))),
+                ev("%s .spec.taints" % ref,
+                    ["%s=%s:%s" % (t.get("key"), t.get("value", ""), t.get("effect"))
+                     for t in taints] or "none")]
+    ready = condition(seen.node, "Ready").get("status")
+    evidence.append(ev("%s Ready condition" % ref, ready or "<unset>"))
+    if ready is None and seen.where.kind != "live":
+        return verdict("scheduling", "unknown", evidence, "the node's conditions are not "
+                       "in this source", reason="no Ready condition here")
+    if spec.get("unschedulable") or ready != "True":
+        return verdict("scheduling", "broken", evidence,
+                       "the node is %s: nothing new is scheduled there"
+                       % ("cordoned" if spec.get("unschedulable") else "not Ready"))
+    hard = [t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")]
+    if hard:
+        return verdict("scheduling", "ok", evidence, "only Pods that tolerate %s land here"
+                       % ", ".join(t.get("key", "") for t in hard))
+    return verdict("scheduling", "ok", evidence, "the node takes Pods; give a Pod to check "
+                   "its own scheduling")
+
+
+def _node_against_pod(seen):
+    """What the node itself holds against the unscheduled Pod: too few allocatable, taints it
+    does not tolerate, a cordon."""
+    name, node, pod = seen.name, seen.node, seen.pod
+    spec = node.get("spec") or {}
+    findings = []
     request = pod_request(pod, seen.resource)
     alloc = amount(((node.get("status") or {}).get("allocatable") or {}).get(seen.resource))
     if request and alloc is not None and request > alloc:
         findings.append("the Pod requests %s %s; %s advertises %s" % (
             qty(request), seen.resource, name, qty(alloc)))
     tolerations = (pod.get("spec") or {}).get("tolerations") or []
-    untolerated = [t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")
+    untolerated = [t for t in spec.get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")
                    and not any(tolerates(tol, t) for tol in tolerations)]
     if untolerated:
         findings.append("%s has taint(s) the Pod does not tolerate: %s" % (name, ", ".join(
             "%s=%s:%s" % (t.get("key"), t.get("value", ""), t.get("effect")) for t in untolerated)))
     if spec.get("unschedulable"):
         findings.append("%s is cordoned (spec.unschedulable)" % name)
-    for finding in findings:
-        evidence.append(ev("finding", finding))
-    return verdict("scheduling", "broken", evidence,
-                   "; ".join(findings) if findings else "read the scheduler's message above: "
-                   "kubectl describe pod %s -n %s" % (pname, ns))
+    return findings
 
 
 def workload(seen):
