@@ -64,9 +64,8 @@ def node(labels=None, cap="2", alloc=None, ready="True", taints=None, cordoned=F
         spec["taints"] = taints
     if cordoned:
         spec["unschedulable"] = True
-    out = {"metadata": {"name": NODE, "labels": dict({"nvidia.com/gpu.count": "2",
-                                                     "nvidia.com/cuda.driver-version.full": "550.54.15"},
-                                                    **(labels or {}))}, "spec": spec}
+    base = {"nvidia.com/gpu.count": "2", "nvidia.com/cuda.driver-version.full": "550.54.15"}
+    out = {"metadata": {"name": NODE, "labels": dict(base, **(labels or {}))}, "spec": spec}
     if status:
         out["status"] = {"capacity": {"nvidia.com/gpu": cap} if cap is not None else {},
                          "allocatable": {"nvidia.com/gpu": alloc if alloc is not None else cap}
@@ -168,8 +167,8 @@ DRIVER = [
     case("smi-ok-no-path-no-version", "ok", facts={"driver_ok": True},
          evidence=[(FACTS + " driver_ok (nvidia-smi on the node)", True), LABEL],
          absent=["driver_version"]),
-    case("smi-fails-generic", "broken", facts=dict(SMI, driver_ok=False, driver_error="couldn't communicate "
-                                                    "with the NVIDIA driver"),
+    case("smi-fails-generic", "broken",
+         facts=dict(SMI, driver_ok=False, driver_error="couldn't communicate with the NVIDIA driver"),
          nxt=["check the kernel module (lsmod | grep nvidia; dkms status)"],
          evidence=[(FACTS + " driver_error (nvidia-smi's output)", "couldn't communicate with the NVIDIA driver")]),
     case("smi-fails-version-mismatch", "broken", nxt="reboot, or unload and reload the nvidia modules",
@@ -564,8 +563,8 @@ def test_scheduling(fields, status, reason, nxt, evidence, absent):
 PHASE = "Pod ml/p .status.phase"
 WORKLOAD = [
     case("no-pod", "skipped", reason="no Pod given", nxt="give a Pod to judge a workload"),
-    case("not-scheduled", "skipped", reason="not scheduled, so no container ran", pod=pod(bound=False, phase="Pending",
-                                                                                       reason="Evicted"),
+    case("not-scheduled", "skipped", reason="not scheduled, so no container ran",
+         pod=pod(bound=False, phase="Pending", reason="Evicted"),
          evidence=[(PHASE, "Pending"), ("Pod ml/p .status.reason", "Evicted: the node was low on resource")]),
     case("running", "ok", pod=pod(states=[state()]), nxt="the workload runs",
          evidence=[(PHASE, "Running"), ("containerStatuses[cuda]", "running ready=True restarts=0")]),
