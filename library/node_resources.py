@@ -43,9 +43,13 @@ options:
     choices: [capacity, allocatable]
     default: [capacity, allocatable]
   state:
-    description: C(present) sets the amounts, C(absent) removes the resources.
+    description:
+      - C(present) sets the amounts, C(absent) removes the resources.
+      - C(posted) writes nothing and waits (up to O(wait_timeout)) until the nodes' own kubelets
+        post the amounts in O(fields) - a real node whose device plugin registered; it fails naming
+        what each node posts instead. In check mode it only looks (RV(not_posted)).
     type: str
-    choices: [present, absent]
+    choices: [present, absent, posted]
     default: present
   missing:
     description:
@@ -83,7 +87,7 @@ options:
     type: bool
     default: false
   wait_timeout:
-    description: Seconds O(wait_ready) waits at most.
+    description: Seconds O(wait_ready), or O(state=posted), waits at most.
     type: int
     default: 120
 attributes:
@@ -176,6 +180,12 @@ not_ready:
   type: list
   elements: str
   sample: []
+not_posted:
+  description: With O(state=posted) in check mode, the nodes of O(names) that do not post the amounts yet.
+  returned: when O(state=posted) in check mode
+  type: list
+  elements: str
+  sample: [lab-node-1]
 waited:
   description: Seconds spent waiting for Ready.
   returned: success
@@ -194,7 +204,7 @@ def main():
         resources=dict(type="dict", required=True),
         fields=dict(type="list", elements="str", choices=["capacity", "allocatable"],
                     default=["capacity", "allocatable"]),
-        state=dict(type="str", choices=["present", "absent"], default="present"),
+        state=dict(type="str", choices=["present", "absent", "posted"], default="present"),
         missing=dict(type="str", choices=["fail", "report", "create"], default="fail"),
         template=dict(type="dict"),
         workers=dict(type="int", default=8),

@@ -86,10 +86,20 @@ def is_ready(node):
     return condition(node, "Ready").get("status") == "True"
 
 
-def wait_ready(kube, names, existing, timeout, clock=time.monotonic):
-    """Wait until every node of `names` is Ready: one list, then a watch from its version
-    (events only for what changes - a fleet of thousands is not listed again and again).
-    Updates `existing`; returns (names still not Ready, seconds waited)."""
+def posts(resources, fields=("allocatable",)):
+    """A node test: its status shows every amount of `resources` (what its kubelet posts)."""
+    def test(node):
+        status = node.get("status") or {}
+        return all(same_amount((status.get(field) or {}).get(name), amount)
+                   for field in fields for name, amount in resources.items())
+    return test
+
+
+def wait_ready(kube, names, existing, timeout, clock=time.monotonic, test=is_ready):
+    """Wait until every node of `names` passes `test` (default: is Ready): one list, then a
+    watch from its version (events only for what changes - a fleet of thousands is not listed
+    again and again). Updates `existing`; returns (names still failing it, seconds waited)."""
+    is_ready = test  # pylint: disable=redefined-outer-name
     start = clock()
     pending = [n for n in names if not is_ready(existing.get(n) or {})]
     version = None
@@ -154,9 +164,9 @@ def _check_params(params):
         raise NodeStatusError("workers is %d; it must be 1 or more" % params["workers"])
     if params["missing"] == "create":
         check_template(params["template"])
-        if params["state"] == "absent":
-            raise NodeStatusError("missing=create makes nodes with resources; it does not go "
-                                  "with state=absent")
+        if params["state"] != "present":
+            raise NodeStatusError("missing=create makes nodes with resources; it goes with "
+                                  "state=present only")
     return resources
 
 
@@ -243,6 +253,32 @@ def _patch(kube, patches, existing, workers, created):
                               changed_nodes=changed_nodes, created=created)
 
 
+def _wait_posted(kube, params, names, existing, resources, check_mode):
+    """state=posted: write nothing; wait until the nodes' kubelets post the amounts (a device
+    plugin's devices, counted by the kubelet) - bounded by wait_timeout, naming what each node
+    posts instead when it ends. Check mode only looks."""
+    test = posts(resources, params["fields"])
+    result = dict(changed=False, changed_nodes=[], created=[], missing=[], not_ready=[], waited=0.0,
+                  nodes={}, cluster_nodes=[summary(existing[n], resources) for n in sorted(existing)])
+    if check_mode:
+        result["not_posted"] = [n for n in names if not test(existing[n])]
+        return result
+    try:
+        pending, waited = wait_ready(kube, names, existing, params["wait_timeout"], test=test)
+    except KubeError as exc:
+        raise NodeStatusError("cannot watch nodes: %s" % exc, **result)
+    result["waited"] = waited
+    result["cluster_nodes"] = [summary(existing[n], resources) for n in sorted(existing)]
+    if pending:
+        said = ["%s posts %s" % (n, ", ".join("%s=%s" % (r, (existing[n].get("status") or {}).get(
+            params["fields"][0], {}).get(r, "none")) for r in resources)) for n in pending[:20]]
+        raise NodeStatusError("waited %ss for the kubelet of %s to post %s (a device plugin's devices): %s"
+                              % (params["wait_timeout"], ", ".join(pending[:20]),
+                                 ", ".join("%s=%s" % kv for kv in resources.items()), "; ".join(said)),
+                              not_posted=pending, **result)
+    return result
+
+
 def shape_nodes(params, check_mode=False, diff=False):
     """Set (or remove) the amounts of node_resources' parameters in the nodes' status.
 
@@ -263,6 +299,8 @@ def shape_nodes(params, check_mode=False, diff=False):
         raise NodeStatusError("node(s) %s not found; the cluster has %d node(s)%s"
                               % (", ".join(missing), len(existing),
                                  (": " + ", ".join(sorted(existing)[:10])) if existing else ""))
+    if params["state"] == "posted":
+        return _wait_posted(kube, params, names, existing, resources, check_mode)
     created = []
     if creating and missing:
         if check_mode:

@@ -203,9 +203,45 @@ mount --bind "$S/cni/bin" /opt/cni/bin
 mount --bind "$S/containerd-root" /var/lib/containerd
 mount --bind "$S/kubelet" /var/lib/kubelet
 mount --bind "$S/run-containerd" /run/containerd
-install -m 0755 "$S/nodebin/nvidia-container-runtime" /usr/bin/nvidia-container-runtime
 printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n' > /etc/crictl.yaml
-exec "$S/nodebin/pause"
+EOF
+  if [ "${GPU_STACK:-none}" = nvidia ]; then gpu_mounts_script; else
+    echo "install -m 0755 \"$S/nodebin/nvidia-container-runtime\" /usr/bin/nvidia-container-runtime"
+  fi
+  # the node's / is shared within its own mount namespace (as on a systemd host; the namespace
+  # was made private from the host's first, so nothing propagates out): the kubelet's
+  # mountPropagation (HostToContainer, Bidirectional) needs it - containerd refuses it otherwise
+  echo "mount --make-rshared /"
+  echo "exec \"$S/nodebin/pause\""
+}
+
+gpu_mounts_script() { # the GPU half of the node's view (lab_gpu_stack=nvidia, docs/gpu-stack.md)
+  cat <<EOF
+# /dev: the host's devices plus the GPU's own nodes, which exist in the node's view alone (an
+# overlay: nothing is created in the host's /dev); its own ptys, shared memory and mqueue
+mkdir -p "$S/ov/dev/up" "$S/ov/dev/work"
+mount -t overlay overlay -o "lowerdir=/dev,upperdir=$S/ov/dev/up,workdir=$S/ov/dev/work" /dev
+mkdir -p /dev/pts /dev/shm /dev/mqueue
+mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts
+mount --bind /dev/pts/ptmx /dev/ptmx
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm
+mount -t mqueue mqueue /dev/mqueue 2>/dev/null || true
+i=0
+while [ "\$i" -lt $GPU_COUNT ]; do mknod -m 0666 "/dev/nvidia\$i" c 195 "\$i"; i=\$((i + 1)); done
+mknod -m 0666 /dev/nvidiactl c 195 255
+mknod -m 0666 /dev/nvidia-uvm c $GPU_UVM_MAJOR 0
+mknod -m 0666 /dev/nvidia-uvm-tools c $GPU_UVM_MAJOR 1
+# the driver as installed on a GPU node: libnvidia-ml.so.1 (the project's MOCK NVML) and
+# nvidia-smi (the project's reader of it); its configuration is the node's gpu/nvml-mock.conf
+cp -a "$GPU_DRIVER_ROOT/usr/." /usr/
+touch /usr/lib/x86_64-linux-gnu/nvml-mock.conf
+mount --bind "$S/gpu/nvml-mock.conf" /usr/lib/x86_64-linux-gnu/nvml-mock.conf
+# NVIDIA's container runtime where the drop-in's BinaryName points, its configuration, the CDI spec
+install -m 0755 "$BIN_DIR/nvidia-container-runtime" /usr/bin/nvidia-container-runtime
+install -m 0755 "$BIN_DIR/nvidia-ctk" /usr/bin/nvidia-ctk
+mkdir -p /etc/nvidia-container-runtime /etc/cdi
+cp "$S/gpu/runtime-config.toml" /etc/nvidia-container-runtime/config.toml
+cp "$S/gpu/nvidia.json" /etc/cdi/nvidia.json
 EOF
 }
 
@@ -428,12 +464,38 @@ contexts:
   context: {cluster: lab, user: $NODE_NAME}
 current-context: node"
   [ "$(cat "$S/pki/kubelet.kubeconfig" 2>/dev/null)" = "$kc" ] || { printf '%s\n' "$kc" > "$S/pki/kubelet.kubeconfig"; chmod 0600 "$S/pki/kubelet.kubeconfig"; }
-  # the images: rebuilt only when their spec or inputs changed
+  if [ "${GPU_STACK:-none}" = nvidia ]; then gpu_prepare; else rm -f "$S/gpu/nvidia.json"; fi
+  # the images: rebuilt only when their spec or any file they take changed
   local want
-  want=$(cat "$S/images.json" "$S/nodebin/pause" "$PACKAGES_DIR/busybox-static/bin/busybox" "$S/nodebin/oci_image.py" | sha256sum | cut -d' ' -f1)
+  want=$( { cat "$S/images.json" "$S/nodebin/oci_image.py"
+            python3 -c 'import json, sys; [print(p) for i in json.load(open(sys.argv[1])) for p in sorted(i.get("files", {}).values())]' \
+              "$S/images.json" | while IFS= read -r f; do cat "$f"; done; } | sha256sum | cut -d' ' -f1)
   if [ "$(cat "$S/images.sha" 2>/dev/null)" != "$want" ] || [ ! -s "$IMAGES_TAR" ]; then
     python3 "$S/nodebin/oci_image.py" "$S/images.json" "$IMAGES_TAR" || die "building the local images failed"
     echo "$want" > "$S/images.sha"
+  fi
+}
+
+gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI spec naming its GPUs
+  local lib="$GPU_DRIVER_ROOT/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" src stale=""
+  [ -e "$lib" ] && [ -x "$GPU_DRIVER_ROOT/usr/bin/nvidia-smi" ] || stale=1
+  for src in "$GPU_MOCK_SRC"/*; do [ ! "$src" -nt "$lib" ] || stale=1; done
+  if [ -n "$stale" ]; then
+    command -v gcc >/dev/null || die "gcc is needed to build the mock NVML library (Debian: apt-get install gcc libc6-dev)"
+    TOOLCHAIN_DIR=$TOOLCHAIN_DIR bash "$GPU_MOCK_SRC/build.sh" --driver-root "$GPU_DRIVER_ROOT" > "$S/gpu/build.log" 2>&1 ||
+      die "building the mock NVML library failed: $(tail -3 "$S/gpu/build.log")"
+    say "built the mock NVML library and its nvidia-smi reader (the GPU stack's one fake) in $GPU_DRIVER_ROOT"
+  fi
+  # the configuration beside the library (empty: the mock's defaults); the node's is bound over it
+  [ -e "${lib%/*}/nvml-mock.conf" ] || : > "${lib%/*}/nvml-mock.conf"
+  # the CDI spec, from the reader over the node's configuration; its paths name the node's own
+  # /usr (where the holder puts the driver's files), not the build folder
+  local spec
+  spec=$(NVML_MOCK_CONFIG="$S/gpu/nvml-mock.conf" python3 "$S/nodebin/gpu_cdi_spec.py" --driver-root "$GPU_DRIVER_ROOT" \
+           --uvm-major "$GPU_UVM_MAJOR" 2> "$S/gpu/cdi.err") || die "writing the CDI spec failed: $(tail -2 "$S/gpu/cdi.err")"
+  spec=${spec//\"$GPU_DRIVER_ROOT\//\"\/}
+  if [ "$(cat "$S/gpu/nvidia.json" 2>/dev/null)" != "$spec" ]; then
+    printf '%s\n' "$spec" > "$S/gpu/nvidia.json.tmp" && mv -f "$S/gpu/nvidia.json.tmp" "$S/gpu/nvidia.json"
   fi
 }
 
@@ -563,9 +625,11 @@ case "$cmd" in
     legacy_down
     # what the node held goes with it (images, containers, credentials); its logs stay for a look
     # afterwards. Nothing of it is mounted any more: its mounts lived in its mount namespace.
+    # the last word before the node's own helpers go with the rest
+    result=$(status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")")
     find "$S" -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name '*.log.1' -exec rm -rf {} +
     [ -n "$(ls -A "$S")" ] || rmdir "$S"
-    status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
+    printf '%s\n' "$result"
     ;;
   *) die "unknown command $cmd" ;;
 esac
