@@ -268,6 +268,84 @@ def test_graded_fix(lab):
     lab.kubectl("-n", "gpu-lab", "delete", "pod", "runtime-check", "--wait=false")
 
 
+CAPABILITY = """apiVersion: v1
+kind: Pod
+metadata:
+  name: %(name)s
+  namespace: gpu-lab
+spec:
+  restartPolicy: Never
+  %(runtime)s
+  nodeSelector: {kubernetes.io/hostname: lab-node-1}
+  containers:
+    - name: cuda-check
+      image: nvidia/cuda:12.4.1-base-ubuntu22.04
+      command: ["bash", "-lc"]
+      args: [%(args)s]
+      resources:
+        limits:
+          nvidia.com/gpu: 1
+"""
+
+
+def capability_pod(lab, name, args='"nvidia-smi"', runtime="runtimeClassName: nvidia"):
+    """Seed 003's capability Pod (its manifest as printed there, on lab-node-1); its end and log."""
+    sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-",
+       input=CAPABILITY % {"name": name, "args": args, "runtime": runtime})
+
+    def ended():
+        pod = json.loads(lab.kubectl("-n", "gpu-lab", "get", "pod", name, "-o", "json").stdout)
+        return pod if pod["status"].get("phase") in ("Succeeded", "Failed") else None
+    pod = lab.wait("the capability Pod %s to end" % name, ended, 120)
+    return pod, lab.kubectl("-n", "gpu-lab", "logs", name, check=False).stdout
+
+
+def allocated(lab, pod_uid):
+    """The device IDs the kubelet allocated to a Pod (its own checkpoint, on the node)."""
+    data = json.loads((lab.node_dir / "kubelet/device-plugins/kubelet_internal_checkpoint").read_text())["Data"]
+    return [d for e in data["PodDeviceEntries"] if e["PodUID"] == pod_uid for ds in e["DeviceIDs"].values() for d in ds]
+
+
+def test_seed_003s_evidence_a_gpu_pod_gets_the_gpu_the_plugin_allocated(lab):
+    """After the graded fix containerd has nvidia: NVIDIA's device plugin (over the mock NVML) is
+    registered again, the capability Pod lands on lab-node-1 and NVIDIA's runtime (mode cdi)
+    gives it the very GPU the plugin allocated; its nvidia-smi lists it; without the runtime the
+    command is missing as with the real image; a second Pod gets a GPU after the first ended."""
+    def plugin_back():   # the kubelet counts the plugin's devices as allocatable only once it registered
+        node = lab.node()
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
+        log = (lab.node_dir / "kubelet.log").read_text()
+        return ready["status"] == "True" and node["status"]["allocatable"].get("nvidia.com/gpu") == "20" \
+            and "Got registration request from device plugin" in log
+    lab.wait("the kubelet to post NVIDIA's device plugin's 20 devices again", plugin_back, 180)
+    plugin = json.loads(lab.kubectl("-n", "gpu-operator", "get", "pods", "-l", "app=nvidia-device-plugin-daemonset",
+                                    "-o", "json").stdout)["items"]
+    assert [p["spec"]["nodeName"] for p in plugin] == [NODE]
+    pod, log = capability_pod(lab, "gpu-capability-check")
+    if pod["status"].get("reason") == "UnexpectedAdmissionError":   # the plugin was re-registering: as a Job would, again
+        lab.kubectl("-n", "gpu-lab", "delete", "pod", "gpu-capability-check", "--wait=true")
+        pod, log = capability_pod(lab, "gpu-capability-check")
+    assert pod["status"]["phase"] == "Succeeded" and pod["spec"]["nodeName"] == NODE, (pod["status"], log)
+    assert "NVIDIA A100-SXM4-40GB" in log and "40960MiB" in log and "Driver Version: 550.54.15" in log
+    devices = allocated(lab, pod["metadata"]["uid"])
+    assert len(devices) == 1 and devices[0].startswith("GPU-") and "::" in devices[0]   # one time-sliced replica
+    uuid = devices[0].split("::")[0]
+    runtime_log = (lab.node_dir / "ov/var/up/log/nvidia-container-runtime.log").read_text()
+    assert "nvidia.com/gpu=%s" % uuid in runtime_log            # NVIDIA's runtime injected it through CDI
+    # a second Pod, after the first ended: the GPU it gets, by UUID, is the one the plugin gave it
+    pod2, log2 = capability_pod(lab, "gpu-capability-list", args='"nvidia-smi -L"')
+    assert pod2["status"]["phase"] == "Succeeded", (pod2["status"], log2)
+    uuid2 = allocated(lab, pod2["metadata"]["uid"])[0].split("::")[0]
+    assert log2.strip().splitlines() == [line for line in log2.strip().splitlines() if uuid2 in line] and len(log2.strip().splitlines()) == 1
+    assert re.match(r"GPU 0: NVIDIA A100-SXM4-40GB \(UUID: %s\)$" % re.escape(uuid2), log2.strip())
+    # runc alone (no runtimeClassName): the image has no nvidia-smi, as the real CUDA base image
+    pod3, log3 = capability_pod(lab, "gpu-capability-runc", runtime="")
+    assert pod3["status"]["phase"] == "Failed" and "nvidia-smi: not found" in log3
+    assert pod3["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 127
+    lab.kubectl("-n", "gpu-lab", "delete", "pod", "gpu-capability-check", "gpu-capability-list", "gpu-capability-runc",
+                "--wait=false")
+
+
 def test_containerd_2_keeps_runc_and_loads_nvidia(lab):
     """The seed's two files on containerd 2.2.0: the tables deep-merge, the node stays Ready."""
     out, _ = play("lab.yml", "-e", "lab_node_containerd=2.2.0", *lab.extra)   # back to the seed's files
