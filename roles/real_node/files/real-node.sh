@@ -63,6 +63,7 @@ VIEW_FLAGS="systemd-cgroup-false=$VIEW_REWRITE_SYSTEMD,restrict-oom=$VIEW_RESTRI
 export VIEW_FLAGS
 NODE_PATH=$S/nodebin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 actions=()
+KUBELET_STARTED=""
 
 say() { actions+=("$*"); echo "real-node: $*" >&2; }
 die() { echo "real-node: $*" >&2; printf '{"failed": true, "msg": %s}\n' "$(json_str "$*")"; exit 1; }
@@ -353,6 +354,7 @@ images_import() {
 
 kubelet_start() {
   [ -f "$S/kubelet.log" ] && mv -f "$S/kubelet.log" "$S/kubelet.log.1"
+  KUBELET_STARTED=1
   supervised kubelet "$KUBELET" --config "$S/kubelet-config.yaml" --kubeconfig "$S/pki/kubelet.kubeconfig" \
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --node-labels "$NODE_LABELS" --v 1
   say "kubelet started as $NODE_NAME ($NODE_IP)"
@@ -516,7 +518,18 @@ node_ready() { # the Node's Ready condition: True | False | Unknown | (empty: no
 
 wait_ready() {
   wait_for "$WAIT_TIMEOUT" "node $NODE_NAME to turn Ready (kubelet log: $S/kubelet.log)" ready_or_kubelet_dead
+  # a kubelet that (re)started holds the device plugin's devices from its checkpoint as unhealthy
+  # until the plugin registers again: a GPU Pod admitted before that is refused
+  # (UnexpectedAdmissionError). Where the plugin is deployed, wait for its registration.
+  if [ "${GPU_STACK:-none}" = nvidia ] && [ -n "$KUBELET_STARTED" ] && plugin_deployed; then
+    wait_for "$WAIT_TIMEOUT" "NVIDIA's device plugin to register with the kubelet again (kubelet log: $S/kubelet.log)" plugin_registered
+    say "NVIDIA's device plugin registered with the kubelet"
+  fi
 }
+plugin_deployed() { # the node carries the GPU Operator's label that deploys the device plugin
+  [ "$(kubectl_admin get node "$NODE_NAME" -o 'jsonpath={.metadata.labels.nvidia\.com/gpu\.deploy\.device-plugin}' 2>/dev/null)" = true ]
+}
+plugin_registered() { grep -q "Got registration request from device plugin" "$S/kubelet.log"; }
 ready_or_kubelet_dead() {
   alive kubelet "$KUBELET" || die "$(died kubelet "$S/kubelet.log")"
   [ "$(node_ready)" = True ]
