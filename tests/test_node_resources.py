@@ -136,3 +136,35 @@ def test_a_patch_the_api_server_stored_otherwise_fails_naming_the_node():
     assert existing["lab-node-1"]["status"]["allocatable"]["nvidia.com/gpu"] == "20"
     with pytest.raises(node_status.NodeStatusError, match=r"lab-node-1 allocatable nvidia.com/gpu=4 \(sent 20\)"):
         node_status._patch(Kube("4"), patches, {"lab-node-1": {}}, 1, [])
+
+
+def gpus(name, allocatable, version="9"):
+    return {"metadata": {"name": name, "resourceVersion": version},
+            "status": {"allocatable": {"nvidia.com/gpu": allocatable}, "conditions": []}}
+
+
+def test_posted_waits_for_the_kubelet_to_post_the_amount():
+    """state=posted: the amount arrives from the kubelet (4 first, then the plugin's 20)."""
+    kube = FakeKube([gpus("lab-node-1", "4")], [[("MODIFIED", gpus("lab-node-1", "4", "10")),
+                                                 ("MODIFIED", gpus("lab-node-1", "20", "11"))]])
+    existing = {}
+    pending, _ = node_status.wait_ready(kube, ["lab-node-1"], existing, 30,
+                                        test=node_status.posts({"nvidia.com/gpu": "20"}))
+    assert pending == [] and existing["lab-node-1"]["status"]["allocatable"]["nvidia.com/gpu"] == "20"
+    assert node_status.posts({"nvidia.com/gpu": "20"})(gpus("x", "19")) is False
+    assert node_status.posts({"nvidia.com/gpu": "20"})({"metadata": {"name": "x"}}) is False
+
+
+def test_posted_names_what_each_node_posts_when_it_gives_up():
+    import pytest
+    kube = FakeKube([gpus("lab-node-1", "19")], [])
+    existing = {"lab-node-1": gpus("lab-node-1", "19")}
+    params = {"fields": ["allocatable"], "wait_timeout": 0}
+    with pytest.raises(node_status.NodeStatusError) as err:
+        node_status._wait_posted(kube, params, ["lab-node-1"], existing, {"nvidia.com/gpu": "20"}, False)
+    assert str(err.value) == ("waited 0s for the kubelet of lab-node-1 to post nvidia.com/gpu=20 (a device plugin's "
+                              "devices): lab-node-1 posts nvidia.com/gpu=19")
+    assert err.value.result["not_posted"] == ["lab-node-1"] and err.value.result["changed"] is False
+    # check mode only looks
+    looked = node_status._wait_posted(kube, params, ["lab-node-1"], existing, {"nvidia.com/gpu": "20"}, True)
+    assert looked["not_posted"] == ["lab-node-1"] and looked["changed"] is False
