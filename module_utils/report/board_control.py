@@ -18,6 +18,7 @@ Every answer is one JSON line: {changed, running, pid, url, msg} or {failed: tru
 
 import argparse
 import errno
+import http.client
 import json
 import os
 import signal
@@ -26,7 +27,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 from ansible.module_utils.report.board import HOST, Board, BoardServer, Settings
 
@@ -117,11 +117,17 @@ def running(state_dir):
 
 def healthz(port, timeout=1.0):
     """What the board on 127.0.0.1:port says about itself, or None."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=timeout)
     try:
-        with urllib.request.urlopen("http://%s:%d/healthz" % (HOST, port), timeout=timeout) as answer:
-            return json.loads(answer.read().decode("utf-8"))
-    except (OSError, ValueError):
+        connection.request("GET", "/healthz")
+        answer = connection.getresponse()
+        if answer.status != 200:
+            return None
+        return json.loads(answer.read().decode("utf-8"))
+    except (OSError, ValueError, http.client.HTTPException):
         return None
+    finally:
+        connection.close()
 
 
 def port_problem(port):
