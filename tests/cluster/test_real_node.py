@@ -182,6 +182,49 @@ def test_pods_run_logs_exec_and_nvidia_refused(lab):
     lab.kubectl("-n", "gpu-lab", "delete", "pod", "bb", "runtime-check", "--wait=false")
 
 
+def test_step_7_through_nvidia_s_device_plugin(lab):
+    """lab-node-1's 20 come from NVIDIA's device plugin (over the mock NVML), not from a patch: the
+    GPU Operator's labels deployed it with the config, and a hand patch is undone by the kubelet."""
+    node = lab.node()
+    labels = node["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.deploy.device-plugin"] == "true" and labels["nvidia.com/device-plugin.config"] == "any"
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "20" and node["status"]["capacity"]["nvidia.com/gpu"] == "20"
+    log = lab.kubectl("-n", "gpu-operator", "logs", "ds/nvidia-device-plugin-daemonset", "-c", "nvidia-device-plugin").stdout
+    assert "Registered device plugin for 'nvidia.com/gpu' with Kubelet" in log
+    assert "Got registration request from device plugin" in (lab.node_dir / "kubelet.log").read_text()
+    assert sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout.count("NVIDIA A100-SXM4-40GB (UUID: GPU-") == 4
+    lab.kubectl("patch", "node", NODE, "--subresource=status", "--type=merge",
+                "-p", '{"status":{"capacity":{"nvidia.com/gpu":"99"},"allocatable":{"nvidia.com/gpu":"99"}}}')
+    lab.wait("the kubelet to write back what its device plugin advertises",
+             lambda: lab.node()["status"]["capacity"].get("nvidia.com/gpu") == "20", 60)
+
+
+def test_gpu_faults_are_read_live_in_the_components_own_words(lab):
+    """An Xid marks one replica unhealthy (20 -> 19, NVIDIA/k8s-device-plugin#1929); the version
+    mismatch of a kernel update stops NVML - nvidia-smi and the plugin say so, and gpu_diagnose on
+    lab-node-1 names the driver layer quoting them; healthy again afterwards."""
+    out, _ = play("playbooks/gpu-fault.yml", "-e", "fault=xid", *lab.extra)
+    node = lab.node()["status"]
+    assert node["capacity"]["nvidia.com/gpu"] == "20" and node["allocatable"]["nvidia.com/gpu"] == "19"
+    log = lab.kubectl("-n", "gpu-operator", "logs", "ds/nvidia-device-plugin-daemonset", "-c", "nvidia-device-plugin").stdout
+    assert re.search(r"XidCriticalError: Xid=79 on Device=GPU-[0-9a-f-]+::\d; marking device as unhealthy", log)
+    play("playbooks/gpu-fault.yml", "-e", "fault=kernel-update", *lab.extra)
+    smi = sh(lab.node_dir / "bin/nvidia-smi", check=False)
+    assert smi.returncode == 18 and smi.stdout.startswith("Failed to initialize NVML: Driver/library version mismatch")
+    play("playbooks/diagnose.yml", "-e", "node=%s" % NODE, *lab.extra)
+    result = json.loads((lab.state / "diagnosis.json").read_text())
+    assert result["first_broken"] == "driver"
+    driver = [l for l in result["layers"] if l["layer"] == "driver"][0]
+    evidence = json.dumps(driver["evidence"])
+    assert "Failed to initialize NVML: Driver/library version mismatch" in evidence     # nvidia-smi's words
+    assert "nvml init failed: Driver/library version mismatch" in evidence                # the plugin's own
+    assert lab.node()["status"]["allocatable"]["nvidia.com/gpu"] == "0"
+    play("playbooks/gpu-fault.yml", "-e", "fault=none", *lab.extra)
+    assert lab.node()["status"]["allocatable"]["nvidia.com/gpu"] == "20"
+    out, counts = play("lab.yml", *lab.extra)
+    assert counts["changed"] == 0, out.stdout[-3000:]
+
+
 def test_handler_restarts_and_names_what_is_missing(lab, tmp_path):
     """containerd_config with its handler on: 1.6.20 restarted with the seed's drop-in fails,
     and the role says what the running daemon lacks; lab.yml brings the incident back."""

@@ -233,10 +233,13 @@ mknod -m 0666 /dev/nvidiactl c 195 255
 mknod -m 0666 /dev/nvidia-uvm c $GPU_UVM_MAJOR 0
 mknod -m 0666 /dev/nvidia-uvm-tools c $GPU_UVM_MAJOR 1
 # the driver as installed on a GPU node: libnvidia-ml.so.1 (the project's MOCK NVML) and
-# nvidia-smi (the project's reader of it); its configuration is the node's gpu/nvml-mock.conf
+# nvidia-smi (the project's reader of it); its configuration is the node's gpu/mock/nvml-mock.conf:
+# the folder is bound (a file rewritten by rename would leave a bound file behind), the library's
+# neighbour links into it relatively (the plugin sees the node's / under /driver-root)
 cp -a "$GPU_DRIVER_ROOT/usr/." /usr/
-touch /usr/lib/x86_64-linux-gnu/nvml-mock.conf
-mount --bind "$S/gpu/nvml-mock.conf" /usr/lib/x86_64-linux-gnu/nvml-mock.conf
+mkdir -p /run/nvml-mock
+mount --bind "$S/gpu/mock" /run/nvml-mock
+ln -sfn ../../../run/nvml-mock/nvml-mock.conf /usr/lib/x86_64-linux-gnu/nvml-mock.conf
 # NVIDIA's container runtime where the drop-in's BinaryName points, its configuration, the CDI spec
 install -m 0755 "$BIN_DIR/nvidia-container-runtime" /usr/bin/nvidia-container-runtime
 install -m 0755 "$BIN_DIR/nvidia-ctk" /usr/bin/nvidia-ctk
@@ -427,7 +430,9 @@ prepare() { # binaries on the node's PATH, wrappers for the host, credentials, i
     mv -f "$S/nodebin/pause.tmp" "$S/nodebin/pause"
     say "built the sandbox's pause"
   fi
-  for c in crictl ctr containerd node-exec; do   # host-side wrappers: run on the node
+  local wrappers="crictl ctr containerd node-exec"
+  if [ "${GPU_STACK:-none}" = nvidia ]; then wrappers+=" nvidia-smi"; else rm -f "$S/bin/nvidia-smi"; fi
+  for c in $wrappers; do   # host-side wrappers: run on the node
     local body="#!/bin/sh
 # Runs ${c/node-exec/a command} on the real node $NODE_NAME (its namespaces, its PATH).
 exec \"$S/nodebin/real-node.sh\" exec \"$S\" ${c/node-exec/} \"\$@\""
@@ -493,7 +498,7 @@ gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI
   # the CDI spec, from the reader over the node's configuration; its paths name the node's own
   # /usr (where the holder puts the driver's files), not the build folder
   local spec
-  spec=$(NVML_MOCK_CONFIG="$S/gpu/nvml-mock.conf" python3 "$S/nodebin/gpu_cdi_spec.py" --driver-root "$GPU_DRIVER_ROOT" \
+  spec=$(NVML_MOCK_CONFIG="$S/gpu/mock/nvml-mock.conf" python3 "$S/nodebin/gpu_cdi_spec.py" --driver-root "$GPU_DRIVER_ROOT" \
            --uvm-major "$GPU_UVM_MAJOR" 2> "$S/gpu/cdi.err") || die "writing the CDI spec failed: $(tail -2 "$S/gpu/cdi.err")"
   spec=${spec//\"$GPU_DRIVER_ROOT\//\"\/}
   if [ "$(cat "$S/gpu/nvidia.json" 2>/dev/null)" != "$spec" ]; then
