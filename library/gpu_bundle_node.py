@@ -85,7 +85,7 @@ options:
     default: ""
   redact:
     description:
-      - Redaction rules of your own, as M(gpu_bundle_collect)'s O(gpu_bundle_collect#module:redact)
+      - Redaction rules of your own, as M(gpu_bundle_collect)'s option C(redact)
         (give both the same list); added to the built-in ones.
     type: list
     elements: dict
