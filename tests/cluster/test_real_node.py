@@ -197,6 +197,11 @@ def test_step_7_through_nvidia_s_device_plugin(lab):
                 "-p", '{"status":{"capacity":{"nvidia.com/gpu":"99"},"allocatable":{"nvidia.com/gpu":"99"}}}')
     lab.wait("the kubelet to write back what its device plugin advertises",
              lambda: lab.node()["status"]["capacity"].get("nvidia.com/gpu") == "20", 60)
+    # seed 003's preflight, on this node, records passed where the seed had to write skipped
+    play("playbooks/preflight.yml", "-e", "node=%s" % NODE, "-e", "experiment_id=rn-node-check", *lab.extra)
+    record = json.loads((lab.state / "preflight/rn-node-check.json").read_text())
+    assert record["status"] == "passed" and "MOCK NVML" in record["reason"]
+    assert [record["layers"][layer]["status"] for layer in ("driver", "container-runtime", "device-plugin")] == ["verifiable"] * 3
 
 
 def test_gpu_faults_are_read_live_in_the_components_own_words(lab):
