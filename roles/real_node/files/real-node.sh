@@ -565,6 +565,12 @@ case "$cmd" in
     kwok_stand_in_gone
     net_up
     fresh=""
+    if alive holder "$S/nodebin/pause" && [ "$(mounts_script)" != "$(cat "$S/holder.sh" 2>/dev/null)" ]; then
+      # the node's view changed (the GPU half switched on or off, a newer lab): as a node whose
+      # mounts change, it goes down and comes back with the new view
+      kill_all
+      say "the node's view changed (lab_gpu_stack=$GPU_STACK): its processes stopped, its namespaces set up anew"
+    fi
     alive holder "$S/nodebin/pause" || fresh=1
     holder_up
     forward_up
