@@ -472,15 +472,16 @@ contexts:
 current-context: node"
   [ "$(cat "$S/pki/kubelet.kubeconfig" 2>/dev/null)" = "$kc" ] || { printf '%s\n' "$kc" > "$S/pki/kubelet.kubeconfig"; chmod 0600 "$S/pki/kubelet.kubeconfig"; }
   if [ "${GPU_STACK:-none}" = nvidia ]; then gpu_prepare; else rm -f "$S/gpu/nvidia.json"; fi
-  # the images: rebuilt only when their spec or any file they take changed
-  local want
-  want=$( { cat "$S/images.json" "$S/nodebin/oci_image.py"
-            python3 -c 'import json, sys; [print(p) for i in json.load(open(sys.argv[1])) for p in sorted(i.get("files", {}).values())]' \
-              "$S/images.json" | while IFS= read -r f; do cat "$f"; done; } | sha256sum | cut -d' ' -f1)
-  if [ "$(cat "$S/images.sha" 2>/dev/null)" != "$want" ] || [ ! -s "$IMAGES_TAR" ]; then
-    python3 "$S/nodebin/oci_image.py" "$S/images.json" "$IMAGES_TAR" || die "building the local images failed"
-    echo "$want" > "$S/images.sha"
+  # the images: one tarball per content (names, configs and the files' content), built once in the
+  # shared cache and used by every lab of this user
+  local want cache
+  want=$(python3 "$S/nodebin/oci_image.py" --key "$S/images.json") || die "reading the files of the local images failed"
+  cache="$(dirname "$BIN_DIR")/images/$want.tar"
+  if [ ! -s "$cache" ]; then
+    mkdir -p "${cache%/*}"
+    python3 "$S/nodebin/oci_image.py" "$S/images.json" "$cache" || die "building the local images failed"
   fi
+  [ "$(readlink "$IMAGES_TAR" 2>/dev/null)" = "$cache" ] || ln -sfn "$cache" "$IMAGES_TAR"
 }
 
 gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI spec naming its GPUs
