@@ -230,6 +230,55 @@ def test_gpu_faults_are_read_live_in_the_components_own_words(lab):
     assert counts["changed"] == 0, out.stdout[-3000:]
 
 
+def test_a_support_bundle_of_the_real_node_hides_what_it_planted(lab, tmp_path):
+    """Issue 32 as an attacker tests it, on the real node: registry credentials in a containerd
+    file (its config dump carries them), a Pod on lab-node-1 whose args and log carry secrets; every
+    byte of the bundle, the archive's members and the run's output is searched for each."""
+    import tarfile
+    sys.path.insert(0, str(ROOT / "tests/bundle_corpus"))
+    import plant_secrets   # noqa: E402 pylint: disable=import-outside-toplevel
+    secrets = plant_secrets.PLANTED
+    registry = lab.root / "etc/containerd/conf.d/zz-registry.toml"
+    registry.write_text("version = 2\n" + plant_secrets.registry_toml())
+    printer = """apiVersion: v1
+kind: Pod
+metadata: {name: secret-printer, namespace: gpu-lab, annotations: {api-token: "%(annotation-token)s"}}
+spec:
+  nodeName: lab-node-1
+  restartPolicy: Never
+  containers:
+    - name: app
+      image: gpu-incident-lab.local/busybox:1.35
+      command: ["sh", "-c", "echo connecting to postgres://%(url-user)s:%(url-password)s@db:5432/x; echo 'Authorization: Bearer %(log-bearer)s'; echo AWS_SECRET_ACCESS_KEY=%(aws-secret)s; echo password=%(log-password)s", "--password=%(arg-password)s", "--token", "%(arg-token)s"]
+""" % secrets
+    try:
+        sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-", input=printer)
+        lab.kubectl("-n", "gpu-lab", "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/secret-printer",
+                    "--timeout=90s", timeout=100)
+        assert secrets["log-password"] in lab.kubectl("-n", "gpu-lab", "logs", "secret-printer").stdout   # planted for real
+        dest = tmp_path / "bundle"
+        out, _ = play("playbooks/support-bundle.yml", "-e", "dest=%s" % dest, "-e", "pod=gpu-lab/secret-printer", *lab.extra)
+    finally:
+        registry.unlink()
+        lab.kubectl("-n", "gpu-lab", "delete", "pod", "secret-printer", "--wait=false", check=False)
+    dump = (dest / "nodes" / NODE / "containerd-config-dump.toml").read_text()
+    assert "registry.configs" in dump and "<redacted>" in dump          # the node's own dump, redacted
+    texts = {str(p): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    with tarfile.open(str(dest) + ".tar.gz") as tar:
+        texts.update({"archive:" + m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()})
+    texts["the run's output"] = (out.stdout + out.stderr).encode()
+    planted = {k: v for k, v in secrets.items() if k in (
+        "registry-password", "registry-auth", "registry-identitytoken", "registry-auths-user", "registry-auths-password",
+        "registry-header", "arg-password", "arg-token", "url-password", "annotation-token", "log-bearer", "log-password",
+        "aws-secret")}
+    found = ["%s in %s" % (k, where) for k, v in planted.items() for where, data in texts.items() if v.encode() in data]
+    assert not found, found
+    bundle = json.loads((dest / "bundle.json").read_text())
+    report = bundle["redactions"]
+    assert report["values"] >= len(planted) and "nodes/%s/containerd-config-dump.toml" % NODE in report["files"]
+    assert all(v not in json.dumps(report) for v in planted.values())     # the report names rules, never values
+
+
 def test_handler_restarts_and_names_what_is_missing(lab, tmp_path):
     """containerd_config with its handler on: 1.6.20 restarted with the seed's drop-in fails,
     and the role says what the running daemon lacks; lab.yml brings the incident back."""
