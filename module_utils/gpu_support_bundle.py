@@ -407,7 +407,8 @@ def collect_node(options):
         index[name] = {"status": "missing", "reason": reason}
 
     # nvidia-smi: PATH, or the GPU Operator's driver root (chroot)
-    smi = nvidia_smi.find(options["nvidia_smi"], options["driver_root"])
+    located = nvidia_smi.locate(options["nvidia_smi"], options["driver_root"])
+    smi = located[1] if located else None
     if smi is None:
         why = "%s not installed (not on PATH, not under %s)" % (options["nvidia_smi"], options["driver_root"] or "-")
         for name in ("nvidia-smi.txt", "nvidia-smi-query.csv", "mig-lgip.txt", "mig-lgipp.txt"):

@@ -63,12 +63,6 @@ def locate(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, which=node_commands
     return None
 
 
-def find(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, which=node_commands.which):
-    """The argv prefix that runs nvidia-smi (paths resolved), or None when it is not installed."""
-    located = locate(nvidia_smi, driver_root, which)
-    return located[1] if located else None
-
-
 def run(argv, timeout=30):
     """(rc, stdout, stderr) of argv as text; rc None when it could not be started or timed out."""
     done = node_commands.run(argv, timeout)

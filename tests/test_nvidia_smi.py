@@ -65,8 +65,9 @@ def test_found_under_the_driver_root_is_run_by_chroot(tmp_path, monkeypatch):
     root = tmp_path / "driver"
     fake(root / "usr/bin/nvidia-smi", "echo 550.54.15\n")
     monkeypatch.setenv("PATH", str(tmp_path / "empty") + ":/usr/sbin:/usr/bin:/sbin:/bin")
-    prefix = ns.find("nvidia-smi", str(root))
-    assert prefix == [shutil.which("chroot"), str(root), "nvidia-smi"]
+    typed, resolved = ns.locate("nvidia-smi", str(root))
+    assert typed == ["chroot", str(root), "nvidia-smi"]
+    assert resolved == [shutil.which("chroot"), str(root), "nvidia-smi"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("chroot"), reason="chroot needs root")
