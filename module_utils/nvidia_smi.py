@@ -93,7 +93,8 @@ def judge(rc, out, err):
 
 def driver_version(nvidia_smi="nvidia-smi", driver_root=DRIVER_ROOT, timeout=30, which=node_commands.which):
     """judge() of the version query, plus 'command' (what ran) - or status 'missing'."""
-    prefix = find(nvidia_smi, driver_root, which)
+    located = locate(nvidia_smi, driver_root, which)
+    prefix = located[1] if located else None
     if prefix is None:
         return {"status": "missing", "command": None, "output": "",
                 "reason": "%s is not installed here (not on PATH%s)" % (
