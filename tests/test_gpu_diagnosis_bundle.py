@@ -654,3 +654,32 @@ def test_pod_without_runtimeclass_across_containerd_versions(module_runner, tmp_
     b.cluster["pods.json"].append(workload(runtime_class=None, phase="Running", waiting=None))
     out = diagnose(module_runner, b.write(), pod="ml/trainer-0")
     assert layer(out, "container-runtime")["status"] == expected, out["report"]
+
+
+BUNDLES = pathlib.Path(__file__).resolve().parent / "bundle_corpus"
+
+
+def test_real_gpu_stack_kernel_update_bundle_names_the_driver_in_its_own_words(module_runner):
+    """lab-node-1 with NVIDIA's device plugin over the mock NVML, after the version mismatch of a
+    kernel update (bundle_corpus/lab-node-1-kernel-update/SOURCE.md): the driver layer is the first
+    broken one, quoting nvidia-smi and the plugin; the advertisement shows the kubelet's 0 of 20."""
+    out = diagnose(module_runner, str(BUNDLES / "lab-node-1-kernel-update"), node="lab-node-1")
+    assert out["first_broken"] == "driver"
+    text = evidence_text(out, "driver")
+    assert "Failed to initialize NVML: Driver/library version mismatch" in text
+    assert "nvml init failed: Driver/library version mismatch" in text
+    assert layer(out, "node-advertisement")["status"] == "broken"
+    assert '"0"' in evidence_text(out, "node-advertisement") and '"20"' in evidence_text(out, "node-advertisement")
+
+
+def test_real_gpu_stack_xid_bundle_shows_the_unhealthy_replica(module_runner):
+    """The same node after an Xid 79 on one GPU (bundle_corpus/lab-node-1-xid/SOURCE.md): the
+    plugin marked one replica unhealthy (19 of 20, NVIDIA/k8s-device-plugin#1929), the finding and
+    the plugin's own words are evidence; the node still fits a 1-GPU Pod, and what is broken is the
+    incident's container runtime (only runc loaded)."""
+    out = diagnose(module_runner, str(BUNDLES / "lab-node-1-xid"), node="lab-node-1")
+    assert out["first_broken"] == "container-runtime"
+    assert [layer(out, n)["status"] for n in ("driver", "device-plugin", "node-advertisement")] == ["ok"] * 3
+    text = evidence_text(out, "node-advertisement")
+    assert "1 of 20 nvidia.com/gpu not allocatable" in text
+    assert "XidCriticalError: Xid=79 on Device=GPU-" in text and "marking device as unhealthy" in text
