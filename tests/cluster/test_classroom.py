@@ -390,6 +390,8 @@ class RootClass(Class):
                 "lab_real_node": True, "lab_cluster_name": self.cluster,
                 "lab_root": str(self.state / "gpuop"), "lab_bin_dir": str(self.state / "bin"),
                 "lab_state_dir": str(self.state),
+                # root's home is the machine's: the cluster's folder is the test's too
+                "kwok_cluster_workdir": str(self.state / ".kwok"),
                 "lab_port_base": 26000 + (self.port % 400) * 6}   # apart from the class fixture's 21000-25799
         self.inventory.write_text(json.dumps({"all": {"children": {"trainees": {"hosts": {self.HOST: host}}}}}))
 
@@ -398,9 +400,11 @@ class RootClass(Class):
         if (self.state / "node").exists():
             subprocess.run([str(ROOT / ".venv/bin/ansible-playbook"), "-e", "lab_cluster_name=" + self.cluster,
                             "-e", "lab_bin_dir=%s" % (self.state / "bin"), "-e", "lab_root=%s" % (self.state / "gpuop"),
-                            "-e", "lab_state_dir=%s" % self.state, "playbooks/teardown.yml"], cwd=ROOT, capture_output=True, timeout=300)
+                            "-e", "lab_state_dir=%s" % self.state, "-e", "kwok_cluster_workdir=%s" % (self.state / ".kwok"),
+                            "playbooks/teardown.yml"], cwd=ROOT, capture_output=True, timeout=300)
         if kwokctl.exists():
-            subprocess.run([str(kwokctl), "delete", "cluster", "--name", self.cluster], capture_output=True)
+            subprocess.run([str(kwokctl), "delete", "cluster", "--name", self.cluster], capture_output=True,
+                           env=dict(os.environ, KWOK_WORKDIR=str(self.state / ".kwok")))
         if self.sshd:
             self.sshd.terminate()
             self.sshd.wait(30)
@@ -444,7 +448,7 @@ def test_a_root_trainee_gets_the_real_node_over_ssh(root_classroom):
     for name in ("kubelet", "crictl", "kube-apiserver"):
         assert hashlib.sha256((cls.state / "bin" / name).read_bytes()).digest() == \
             hashlib.sha256((BIN / name).read_bytes()).digest(), name
-    kubeconfig = pathlib.Path.home() / ".kwok/clusters" / cls.cluster / "kubeconfig.yaml"
+    kubeconfig = cls.state / ".kwok/clusters" / cls.cluster / "kubeconfig.yaml"
     node = json.loads(subprocess.run([str(cls.state / "bin/kubectl"), "--kubeconfig", str(kubeconfig), "get", "node",
                                       "lab-node-1", "-o", "json"], capture_output=True, text=True, check=True).stdout)
     info = node["status"]["nodeInfo"]
@@ -460,4 +464,6 @@ def test_a_root_trainee_gets_the_real_node_over_ssh(root_classroom):
     assert down.returncode == 0, down.stdout[-3000:]
     wait_for("the real node's processes to end", lambda: node_processes(cls.state) == [], 60)
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert "gil-" + hashlib.sha1(cls.cluster.encode()).hexdigest()[:8] not in netns, netns
+    # the node's id, as roles/real_node/vars/main.yml derives it from the cluster and its state folder
+    node_id = hashlib.sha1(("%s|%s" % (cls.cluster, os.path.realpath(str(cls.state / "node")))).encode()).hexdigest()[:8]
+    assert "gil-" + node_id not in netns, netns
