@@ -14,18 +14,17 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
 from ansible.module_utils.gpu_diagnosis.verdict import LAYERS
+from lab_clusters import kwok_cluster  # noqa: E402  (tests/cluster/lab_clusters.py)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 from headless_chromium import Chromium, binary  # noqa: E402
 
 BIN = os.path.expanduser(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin"))
-COMPONENTS = ["kwokctl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok"]
 PLAYBOOK = str(pathlib.Path(sys.executable).parent / "ansible-playbook")
 NODES = ["lab-node-0", "lab-node-1", "lab-node-2"]
 NODES_JS = ("Object.fromEntries([...document.querySelectorAll('#nodes tr[data-node]')].map(r => [r.dataset.node,"
@@ -35,32 +34,10 @@ NODES_JS = ("Object.fromEntries([...document.querySelectorAll('#nodes tr[data-no
 
 @pytest.fixture(scope="module")
 def own_cluster(tmp_path_factory):
-    """A kwok cluster of this module's own, built as conftest.py's (loopback only)."""
-    missing = [c for c in COMPONENTS if not os.access(os.path.join(BIN, c), os.X_OK)]
-    if missing:
-        pytest.fail("no %s in %s: build the control plane first (`ansible-playbook lab.yml --tags "
-                    "environment`), or set LAB_BIN_DIR" % ", ".join(missing), pytrace=False)
-    name = "board-pytest-%s" % uuid.uuid4().hex[:6]
-    workdir = str(tmp_path_factory.mktemp("kwok-board"))
-    env = dict(os.environ, KWOK_WORKDIR=workdir, PATH=BIN + ":" + os.environ["PATH"])
-    config = os.path.join(workdir, "kwokctl.yaml")
-    with open(config, "w") as handle:
-        handle.write("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\n"
-                     "options:\n  bindAddress: 127.0.0.1\n")
-    create = [os.path.join(BIN, "kwokctl"), "--config", config, "create", "cluster", "--name", name,
-              "--runtime", "binary", "--kubeconfig", "", "--wait", "120s"]
-    for flag, component in (("--kube-apiserver-binary", "kube-apiserver"),
-                            ("--kube-controller-manager-binary", "kube-controller-manager"),
-                            ("--kube-scheduler-binary", "kube-scheduler"), ("--etcd-binary", "etcd"),
-                            ("--kwok-controller-binary", "kwok")):
-        create += [flag, os.path.join(BIN, component)]
-    out = subprocess.run(create, env=env, capture_output=True, text=True, timeout=300)
-    try:
-        assert out.returncode == 0, "kwokctl create cluster failed:\n" + out.stdout + out.stderr
-        yield os.path.join(workdir, "clusters", name, "kubeconfig.yaml")
-    finally:
-        subprocess.run([os.path.join(BIN, "kwokctl"), "delete", "cluster", "--name", name],
-                       env=env, capture_output=True, text=True, timeout=120)
+    """A kwok cluster of this module's own (conftest.kwok_cluster): a drill installs a device plugin,
+    a taint and an admission policy that other tests' diagnoses would pick up."""
+    with kwok_cluster(tmp_path_factory, "board-pytest") as kubeconfig:
+        yield kubeconfig
 
 
 def wait(what, check, timeout=60):

@@ -290,7 +290,7 @@ died() { # NAME LOG: which process ended, how (its supervisor's record), the las
   local name=$1 log=$2 pid rc how
   pid=$(cat "$S/$name.pid" 2>/dev/null || echo "?")
   # the supervisor writes the status as the process ends: a bounded wait for it (5 s)
-  for _ in $(seq 1 25); do [ -s "$S/$name.exit" ] && break; sleep 0.2; done
+  for _ in $(seq 1 25); do [ -s "$S/$name.exit" ] && break; sleep 0.2; done   # poll interval, 25 rounds
   rc=$(cat "$S/$name.exit" 2>/dev/null || true)
   if [ -z "$rc" ]; then
     how="is gone and its supervisor recorded no exit status (the supervisor was killed too: something outside the lab killed the node's processes)"
