@@ -129,8 +129,14 @@ def test_board_follows_grade_drill_and_diagnosis(lab, browser):
     page.wait_for("document.querySelector('[data-drill=\"tainted-node\"]') !== null", "the drill", timeout=20)
     page.wait_for("(document.querySelector('#nodes tr[data-node=\"lab-node-0\"]') || {}).innerText"
                   ".includes('nvidia.com/gpu=present:NoSchedule')", "lab-node-0's taint", timeout=20)
+    # the page may hold a poll taken while the drill ran (taint patched, status not yet): wait for
+    # the whole node as drill.yml left it, then read it
+    page.wait_for("(() => { const r = document.querySelector('#nodes tr[data-node=\"lab-node-0\"]');"
+                  " return r && r.cells[3].innerText === '4' && r.cells[4].innerText === '4'; })()",
+                  "lab-node-0's 4 GPUs in capacity and allocatable", timeout=20)
     nodes = page.evaluate(NODES_JS)
     assert nodes["lab-node-0"]["capacity"] == "4" and nodes["lab-node-0"]["allocatable"] == "4"
+    assert "nvidia.com/gpu=present:NoSchedule" in nodes["lab-node-0"]["taints"], nodes
 
     # diagnose.yml: diagnosis.json and diagnosis.html beside it; the picture follows on the board
     code, text, recap = playbook(lab, "playbooks/diagnose.yml")
