@@ -126,7 +126,7 @@ def see(**fields):
                 plugin_pods=[], other_components=[], plugin_why=None, daemonsets=None,
                 rc_name=None, runtimeclass=None, rc_why=None, missing={}, resource="nvidia.com/gpu",
                 driver_labels=list(DRIVER_LABELS), selectors=list(PLUGIN_SELECTORS),
-                dp_namespace=None, where=Where())
+                dp_namespace=None, where=Where(), last_errors={})
     base.update(fields)
     base.setdefault("labels", base["node"]["metadata"].get("labels") or {})
     if base["pod"] is not None and base["request"] is None and "request" not in fields:
@@ -403,6 +403,8 @@ def test_restart_pending(facts_seen, pending):
 
 
 # --------------------------------------------------------------------------- device plugin
+CRASH_FS = ("E1203 10:31:41.336977      90 main.go:185] failed to create FS watcher for "
+            "/var/lib/kubelet/device-plugins/: no such file or directory")
 GFD = plugin_pod("gfd-1", container="gpu-feature-discovery-ctr")
 ALLOCATE = "UnexpectedAdmissionError: Allocate failed due to rpc error: no healthy devices present"
 DP_OK = "the plugin runs and mounts the kubelet's socket folder; go on to what the node advertises"
@@ -442,6 +444,13 @@ DEVICE_PLUGIN = [
          nxt="the device-plugin Pod gpu-operator/dp-1 is Pending (Ready=False): kubectl -n gpu-operator describe "
              "pod dp-1", evidence=[("Pod gpu-operator/dp-2", "phase=Running Ready=True mounts "
                                     "/var/lib/kubelet/device-plugins: no")]),
+    # NVIDIA's plugin v0.19.3 without the socket mount (drill plugin-no-mount on lab-node-1): it
+    # crash-loops, and its last words go with the verdict
+    case("plugin-crashing-said-last", "broken", plugin_pods=[plugin_pod(ready="False", mounted=False)],
+         last_errors={("gpu-operator", "dp-1"): [{"source": "log of gpu-operator/dp-1 [container nvidia-device-plugin]",
+                                                  "value": CRASH_FS}]},
+         nxt="is Running (Ready=False); it said last: " + CRASH_FS[:200],
+         evidence=[("log of gpu-operator/dp-1 [container nvidia-device-plugin]", CRASH_FS)]),
     case("plugin-ready-unset", "broken", plugin_pods=[dict(plugin_pod(), status={"phase": "Running"})],
          nxt="is Running (Ready=None)", evidence=[("Pod gpu-operator/dp-1", Has("Ready=<unset>"))]),
     case("plugin-without-socket-mount", "broken", plugin_pods=[plugin_pod(mounted=False), plugin_pod("dp-2", "Failed")],
@@ -580,7 +589,12 @@ WORKLOAD = [
     case("exit-code", "broken", pod=pod(states=[state("terminated", False, exitCode=1)]),
          nxt="the container itself fails (cuda: terminated):", absent=["caused at"]),
     case("restarting-not-ready", "broken", pod=pod(states=[state(ready=False, restarts=3)]),
-         nxt="(cuda: running)"),
+         nxt="(cuda: running)", absent=["it said last"]),
+    case("crash-loop-said-last", "broken", pod=pod(states=[state("waiting", False, reason="CrashLoopBackOff", restarts=4)]),
+         last_errors={("ml", "p"): [{"source": "log of ml/p [container cuda]",
+                                     "value": "RuntimeError: CUDA error: out of memory"}]},
+         nxt="(cuda: waiting (CrashLoopBackOff)); it said last: RuntimeError: CUDA error: out of memory: kubectl logs p",
+         evidence=[("log of ml/p [container cuda]", "RuntimeError: CUDA error: out of memory")]),
     case("restarted-ready", "ok", pod=pod(states=[state(restarts=3)])),
     case("failed-phase", "broken", pod=pod(phase="Failed"), nxt="the container itself fails (Failed)"),
     case("no-state-yet", "unknown", reason="phase Pending", pod=pod(phase="Pending", states=[state(None, False)]),
@@ -591,3 +605,39 @@ WORKLOAD = [
 @pytest.mark.parametrize("fields,status,reason,nxt,evidence,absent", WORKLOAD)
 def test_workload(fields, status, reason, nxt, evidence, absent):
     judge(pod_layers.workload, "workload", fields, status, reason, nxt, evidence, absent)
+
+
+# ------------------------------------------------------------------ a crashing container's words
+@pytest.mark.parametrize("log,expected", [
+    # NVIDIA's device plugin v0.19.3 without /var/lib/kubelet/device-plugins (lab-node-1, drill
+    # plugin-no-mount): klog's E line is its last error, the I lines before it are not
+    ("I1203 10:31:00.607070 48 main.go:247] \"Starting NVIDIA Device Plugin\" version=\"v0.19.3\"\n"
+     "I1203 10:31:00.607291 48 main.go:250] Starting FS watcher for /var/lib/kubelet/device-plugins\n"
+     "E1203 10:31:00.607547 48 main.go:185] failed to create FS watcher for /var/lib/kubelet/device-plugins/: "
+     "no such file or directory\n",
+     "E1203 10:31:00.607547 48 main.go:185] failed to create FS watcher for /var/lib/kubelet/device-plugins/: "
+     "no such file or directory"),
+    # a Python workload: the last line that names an error, not the blank line after it
+    ("loading model\nTraceback (most recent call last):\nRuntimeError: CUDA error: out of memory\n\n",
+     "RuntimeError: CUDA error: out of memory"),
+    ("step 1\nstep 2\n", "step 2"),            # no error words: its last line
+    ("", None), (None, None), ("\n  \n", None),
+])
+def test_last_error(log, expected):
+    from ansible.module_utils.gpu_diagnosis.texts import last_error
+    assert last_error(log) == expected
+
+
+def test_failing_containers_in_the_pods_own_order():
+    from ansible.module_utils.gpu_diagnosis.texts import failing
+    crash = {"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "restartCount": 3}
+    the_pod = {"spec": {"containers": [{"name": "nvidia-device-plugin"}, {"name": "config-manager"}, {"name": "ok"}]},
+               "status": {"containerStatuses": [
+                   dict(crash, name="config-manager"), dict(crash, name="nvidia-device-plugin"),
+                   {"name": "ok", "state": {"running": {}}, "restartCount": 0},
+                   {"name": "done", "state": {"terminated": {"exitCode": 0}}, "restartCount": 0},
+                   {"name": "was-bad", "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 2}},
+                    "restartCount": 1},
+                   {"name": "first-wait", "state": {"waiting": {"reason": "ContainerCreating"}}, "restartCount": 0}]}}
+    assert failing(the_pod) == ["nvidia-device-plugin", "config-manager", "was-bad"]
+    assert failing({"status": {}}) == []

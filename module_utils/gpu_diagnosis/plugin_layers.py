@@ -103,10 +103,14 @@ def _plugin_pod_problem(seen, evidence):
         mounted = mounts_socket_dir(plugin)
         evidence.append(ev(seen.where.pod(ns, pname), "phase=%s Ready=%s mounts %s: %s" % (
             phase, ready or "<unset>", SOCKET_DIR, "yes" if mounted else "no")))
+        said = (getattr(seen, "last_errors", None) or {}).get((ns, pname)) or []
+        evidence += said
         if phase != "Running" or ready != "True":
-            broken = broken or ("the device-plugin Pod %s/%s is %s (Ready=%s): kubectl -n %s "
-                                "describe pod %s and its logs" % (ns, pname, phase, ready, ns,
-                                                                  pname))
+            broken = broken or ("the device-plugin Pod %s/%s is %s (Ready=%s)%s: kubectl -n %s "
+                                "describe pod %s and its logs" % (
+                                    ns, pname, phase, ready,
+                                    "; it said last: %s" % said[0]["value"][:200] if said else "",
+                                    ns, pname))
         elif not mounted:
             broken = broken or ("the device-plugin Pod %s/%s does not mount the hostPath %s: "
                                 "it cannot register with the kubelet - add the volume and "

@@ -136,12 +136,15 @@ def workload(seen):
     for t in caused:
         evidence.append(ev(t["source"], "%s -> caused at the %s layer" % (t["line"][:240],
                                                                           t["layer"])))
+    said = (getattr(seen, "last_errors", None) or {}).get((ns, pname)) or []
     if phase == "Failed" or bad:
         where = " - caused at the %s layer (see there)" % caused[0]["layer"] if caused else ""
-        return verdict("workload", "broken", evidence,
-                       "the container itself fails (%s)%s: kubectl logs %s -n %s --previous; "
+        return verdict("workload", "broken", evidence + said,
+                       "the container itself fails (%s)%s%s: kubectl logs %s -n %s --previous; "
                        "a 'no CUDA-capable device' inside means the GPU was not handed in" % (
-                           "; ".join(bad) or phase, where, pname, ns))
+                           "; ".join(bad) or phase, where,
+                           "; it said last: %s" % said[0]["value"][:200] if said else "",
+                           pname, ns))
     if phase in ("Running", "Succeeded"):
         return verdict("workload", "ok", evidence, "the workload runs; look at its own logs "
                        "and metrics for anything further")

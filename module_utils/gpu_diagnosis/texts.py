@@ -95,6 +95,35 @@ def pod_findings(pod, role, where, events=None, log=None):
     return out
 
 
+# a log line that reports an error: klog's E/F severity (E1203 10:31:00.607547 ...), or words
+# programs use for one
+ERROR_LINE = re.compile(r"^[EF]\d{4} |\b(error|failed|fatal|panic|cannot|unable|refused|not found)\b", re.I)
+
+
+def last_error(log):
+    """The last line of a log that reports an error (ERROR_LINE), else its last non-empty line,
+    else None: what a crash-looping container said last - its own words, whatever they are."""
+    lines = [line.strip() for line in (log or "").splitlines() if line.strip()]
+    for line in reversed(lines):
+        if ERROR_LINE.search(line):
+            return line[-300:]
+    return lines[-1][-300:] if lines else None
+
+
+def failing(pod):
+    """Names of the Pod's containers that crash or failed: waiting after a restart, or
+    terminated with a non-zero exit code (now or last time)."""
+    out = []
+    for cs in ((pod.get("status") or {}).get("containerStatuses") or []):
+        state, last = cs.get("state") or {}, cs.get("lastState") or {}
+        code = (state.get("terminated") or {}).get("exitCode") or (last.get("terminated") or {}).get("exitCode")
+        if code or ("waiting" in state and cs.get("restartCount", 0) > 0):
+            out.append(cs.get("name"))
+    # in the Pod's own order (the API sorts statuses by name): its main container first
+    order = [c.get("name") for c in ((pod.get("spec") or {}).get("containers") or [])]
+    return sorted(out, key=lambda n: order.index(n) if n in order else len(order))
+
+
 def wants_log(pod):
     """Has the Pod run containers whose log could say something (bound, with states)?"""
     return bool((pod.get("spec") or {}).get("nodeName") and (pod.get("status") or {}).get(

@@ -19,7 +19,7 @@ from ansible.module_utils.gpu_diagnosis.kube_objects import (
 from ansible.module_utils.gpu_diagnosis.sources import (
     DiagnoseError, LiveSource, Source, Unreadable, parse_selector)
 from ansible.module_utils.gpu_diagnosis.texts import (
-    node_findings, pending_pod_findings, pod_findings, wants_log)
+    failing, last_error, node_findings, pending_pod_findings, pod_findings, wants_log)
 from ansible.module_utils.gpu_diagnosis.verdict import LAYERS, ev
 
 # the rule of each layer, in the order of LAYERS
@@ -62,6 +62,8 @@ class Seen(object):
     missing: {artefact: the source's reason it lacks it} for EXPLAINED artefacts.
     resource, driver_labels, selectors, dp_namespace: what the diagnosis was asked about.
     where: the source's names for the evidence (Where).
+    last_errors: {(namespace, pod): [evidence]} - the last error line each crashing or failed
+        container of the plugin's Pods and the Pod printed in its log (texts.last_error).
     """
 
     def __init__(self, **fields):
@@ -91,6 +93,7 @@ class Diagnosis(object):
             if driver_label else list(DRIVER_LABELS)
         self._plugin_pods = None
         self._daemonsets = None
+        self.last_errors = {}
 
     # ----------------------------------------------------------------- reads
     def nodes(self):
@@ -138,6 +141,17 @@ class Diagnosis(object):
                 log = self.src.pod_log(ns, name, containers)
             except Unreadable:
                 pass
+            # a crashing container's own last words (each container's log read alone: the
+            # joined log would give the last container's line)
+            said = []
+            for container in failing(pod):
+                try:
+                    line = last_error(self.src.pod_log(ns, name, [container]))
+                except Unreadable:
+                    continue
+                if line and line not in [e["value"] for e in said]:   # a bundle's log is the Pod's, whole
+                    said.append(ev("%s [container %s]" % (self.where.log(ns, name), container), line))
+            self.last_errors[(ns, name)] = said
         return pod_findings(pod, role, self.where, events, log)
 
     def texts(self, node, pod, plugin_pods, facts):
@@ -193,7 +207,7 @@ class Diagnosis(object):
                     missing={a: self.src.missing_reason(name, a) for a in EXPLAINED},
                     resource=self.resource, driver_labels=self.driver_labels,
                     selectors=self.dp_selectors, dp_namespace=self.dp_namespace,
-                    where=self.where)
+                    where=self.where, last_errors=self.last_errors)
 
     # ----------------------------------------------------------------- walk
     def walk_node(self, node, pod=None):
