@@ -230,6 +230,55 @@ def test_gpu_faults_are_read_live_in_the_components_own_words(lab):
     assert counts["changed"] == 0, out.stdout[-3000:]
 
 
+def drill(lab, name, *args, check=True):
+    """drill.yml -e drill=NAME: its output, recap counts and the drill it recorded."""
+    out, counts = play("playbooks/drill.yml", "-e", "drill=" + name, *args, *lab.extra, check=check)
+    return out, counts, json.loads((lab.state / "drill.json").read_text())
+
+
+def diagnosed(lab):
+    """diagnose.yml on the drill Pod: (first broken layer, {layer: the layer's verdict})."""
+    play("playbooks/diagnose.yml", *lab.extra)
+    result = json.loads((lab.state / "diagnosis.json").read_text())
+    return result["first_broken"], {l["layer"]: l for l in result["layers"]}
+
+
+def graded(lab, name, layer, evidence):
+    (lab.root / "drills").mkdir(exist_ok=True)
+    (lab.root / "drills" / (name + ".txt")).write_text("LAYER=%s\nEVIDENCE=%s\n" % (layer, evidence))
+    out, counts = play("playbooks/grade.yml", "-e", "drill=" + name, *lab.extra, check=False)
+    return "Drill %s PASS" % name in flat(out.stdout), out.stdout[-3000:]
+
+
+def test_runtime_not_loaded_is_lab_node_1_s_own_state_until_the_fix(lab):
+    """Before the reboot fix lab-node-1's containerd has runc only: drill runtime-not-loaded is
+    about lab-node-1 itself - the drill Pod lands there and containerd refuses its sandbox in its
+    own words; the drills that need the runtime stay on lab-node-0's stand-ins and say why."""
+    assert lab.running() == ["runc"]
+    out, _, state = drill(lab, "runtime-not-loaded")
+    assert (state["node"], state["real"], state["layer"]) == (NODE, True, "container-runtime")
+    pod = json.loads(lab.kubectl("-n", "gpu-drill", "get", "pod", "cuda-drill", "-o", "json").stdout)
+    assert pod["spec"]["nodeName"] == NODE
+
+    def refused():
+        events = lab.kubectl("-n", "gpu-drill", "get", "events", "--field-selector",
+                             "involvedObject.name=cuda-drill", "-o", "json").stdout
+        return 'no runtime for \\"nvidia\\" is configured' in events
+    lab.wait("containerd to refuse the drill Pod's sandbox (no nvidia runtime)", refused, 60)
+    first, layers = diagnosed(lab)
+    assert first == "container-runtime"
+    assert 'no runtime for \\"nvidia\\" is configured' in json.dumps(layers["container-runtime"]["evidence"])
+    ok, text = graded(lab, "runtime-not-loaded", "container-runtime",
+                      "crictl info on lab-node-1 lists only runc; the handler nvidia is not loaded")
+    assert ok, text
+    # a drill of the plugin needs the runtime below it: on the stand-ins, and drill.yml says why
+    out, _, state = drill(lab, "plugin-no-mount")
+    assert (state["node"], state["real"]) == ("lab-node-0", False)
+    assert "has only runc loaded - the incident itself" in flat(out.stdout)
+    assert lab.node()["status"]["allocatable"]["nvidia.com/gpu"] == "20"
+    drill(lab, "reset")
+
+
 def test_a_support_bundle_of_the_real_node_hides_what_it_planted(lab, tmp_path):
     """Issue 32 as an attacker tests it, on the real node: registry credentials in a containerd
     file (its config dump carries them), a Pod on lab-node-1 whose args and log carry secrets; every
@@ -440,6 +489,56 @@ def test_seed_003s_evidence_a_gpu_pod_gets_the_gpu_the_plugin_allocated(lab):
     assert pod3["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 127
     lab.kubectl("-n", "gpu-lab", "delete", "pod", "gpu-capability-check", "gpu-capability-list", "gpu-capability-runc",
                 "--wait=false")
+
+
+# (drill, its layer, lab-node-1's allocatable with it, words of a real component in the layer's
+# evidence, an answer's evidence)
+REAL_DRILLS = [
+    ("plugin-no-mount", "device-plugin", "0", "failed to create FS watcher for /var/lib/kubelet/device-plugins/",
+     "the device plugin pod on lab-node-1 crash-loops: no socket folder mounted"),
+    ("plugin-evicted", "device-plugin", "0", "no device-plugin Pod on lab-node-1",
+     "the device plugin daemonset has no pod on lab-node-1 (desired 0)"),
+    ("kernel-update", "driver", "0", "Failed to initialize NVML: Driver/library version mismatch",
+     "nvidia-smi on lab-node-1 fails: driver version mismatch"),
+    ("xid", "node-advertisement", "19", "XidCriticalError: Xid=79 on Device=GPU-",
+     "capacity 20 but allocatable 19 on lab-node-1 - the plugin marked a GPU unhealthy"),
+]
+
+
+def test_drills_break_nvidia_s_own_components(lab):
+    """After the fix (containerd holds nvidia), the drills NVIDIA's components can show break
+    them on lab-node-1: the kubelet posts what the plugin reports, gpu_diagnose names the layer
+    quoting the component, the grader passes a right answer; from one drill to the next through
+    the healthy path; reset brings every GPU back; runtime-not-loaded now stays on the stand-ins."""
+    assert lab.running() == ["nvidia", "runc"]
+    for name, layer, allocatable, words, answer in REAL_DRILLS:
+        out, counts, state = drill(lab, name)
+        assert (state["node"], state["real"], state["layer"]) == (NODE, True, layer), (name, state)
+        node = lab.node()["status"]
+        assert (node["capacity"]["nvidia.com/gpu"], node["allocatable"]["nvidia.com/gpu"]) == ("20", allocatable), name
+        pod = json.loads(lab.kubectl("-n", "gpu-drill", "get", "pod", "cuda-drill", "-o", "json").stdout)
+        scheduled = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"][0]
+        assert scheduled["status"] == "False" and pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": NODE}
+        first, layers = diagnosed(lab)
+        assert first == layer, (name, first, layers[first]["next"] if first else None)
+        assert words in json.dumps(layers[layer]) , (name, layers[layer])
+        ok, text = graded(lab, name, layer, answer)
+        assert ok, text
+        if name == "plugin-no-mount":
+            out, counts, _ = drill(lab, name)
+            assert counts["changed"] == 0, out.stdout[-3000:]
+            out, counts, _ = drill(lab, "plugin-evicted", "--check")
+            assert counts["changed"] > 0 and json.loads((lab.state / "drill.json").read_text())["drill"] == name
+    assert "nvidia.com/gpu.deploy.device-plugin" in lab.node()["metadata"]["labels"]
+    out, _, state = drill(lab, "runtime-not-loaded")
+    assert (state["node"], state["real"]) == ("lab-node-0", False)
+    assert "unloading it would undo your fix" in flat(out.stdout)
+    assert lab.node()["status"]["allocatable"]["nvidia.com/gpu"] == "20"    # the xid mended on the way
+    out, _, state = drill(lab, "reset")
+    node = lab.node()["status"]
+    assert node["allocatable"]["nvidia.com/gpu"] == "20" and state["drill"] == ""
+    out, counts, _ = drill(lab, "reset")
+    assert counts["changed"] == 0, out.stdout[-3000:]
 
 
 def test_containerd_2_keeps_runc_and_loads_nvidia(lab):
