@@ -24,6 +24,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
 BIN = pathlib.Path(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin")).expanduser()
 NODE = "lab-node-1"
 FIXED_DROPIN = """version = 2
@@ -539,6 +540,32 @@ def test_drills_break_nvidia_s_own_components(lab):
     assert node["allocatable"]["nvidia.com/gpu"] == "20" and state["drill"] == ""
     out, counts, _ = drill(lab, "reset")
     assert counts["changed"] == 0, out.stdout[-3000:]
+
+
+def test_nvidia_ctk_s_drop_in_on_the_real_node_restart_and_look(lab):
+    """Issue 30 item 5 on the node itself: back in the incident's end state (step 2's drop-in,
+    containerd with runc only), NVIDIA's nvidia-ctk configures the node's containerd - its
+    drop-in, the seed's file name. Nothing changes in the running daemon (nvidia-ctk restarts
+    nothing); containerd_merge predicts what the restart loads; the reboot loads exactly that."""
+    play("lab.yml", "--tags", "step2", *lab.extra)
+    assert lab.running() == ["runc"]
+    out = sh(lab.node_dir / "bin/node-exec", "nvidia-ctk", "runtime", "configure", "--runtime=containerd",
+             "--config=/etc/containerd/config.toml", "--drop-in-config=/etc/containerd/conf.d/99-nvidia.toml")
+    assert "It is recommended that containerd daemon be restarted" in out.stdout + out.stderr
+    written = sh(lab.node_dir / "bin/node-exec", "cat", "/etc/containerd/conf.d/99-nvidia.toml").stdout
+    assert 'BinaryName = "/usr/bin/nvidia-container-runtime"' in written and "runtimes.runc" in written
+    assert lab.running() == ["runc"]                        # written, not loaded
+    # the trainee takes NVIDIA's file as theirs (the node's /etc is made from the lab folder)
+    (lab.root / "etc/containerd/conf.d/99-nvidia.toml").write_text(written)
+    # containerd_merge, as an ops team calls it on a copy of a node's /etc (root: the lab folder)
+    judged = sh(ANSIBLE, "localhost", "-i", "inventory/hosts.yml", "-m", "containerd_merge", "-a",
+                "path=%s root=%s containerd_version=1.6" % (lab.root / "etc/containerd/config.toml", lab.root),
+                cwd=ROOT, env=dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+                                   ANSIBLE_LOAD_CALLBACK_PLUGINS="1"))
+    predicted = json.loads(judged.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["predicted_runtimes"]
+    assert predicted == ["nvidia", "runc"], predicted
+    play("playbooks/reboot.yml", *lab.extra)
+    assert lab.ready() == "True" and lab.running() == predicted
 
 
 def test_containerd_2_keeps_runc_and_loads_nvidia(lab):
