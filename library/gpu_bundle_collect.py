@@ -192,9 +192,9 @@ redacted:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils import gpu_support_bundle as gsb  # noqa: E402
-from ansible.module_utils.lab_errors import LabError  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS  # noqa: E402
+from ansible.module_utils.bundle import collect as gsb  # noqa: E402
+from ansible.module_utils.lab.refusals import LabError  # noqa: E402
+from ansible.module_utils.kube.client import KUBE_ARGS  # noqa: E402
 
 
 def main():

@@ -16,8 +16,8 @@ import urllib.request
 
 import pytest
 
-from ansible.module_utils import classroom
-from ansible.module_utils.gpu_diagnosis.verdict import LAYERS
+from ansible.module_utils.grader import classroom
+from ansible.module_utils.diagnosis.verdict import LAYERS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -66,8 +66,8 @@ def grade_report(state, steps):
 
 
 def diagnosis_of_incident():
-    from ansible.module_utils.gpu_diagnosis.sources import open_bundle
-    from ansible.module_utils.gpu_diagnosis.walk import Diagnosis
+    from ansible.module_utils.diagnosis.sources import open_bundle
+    from ansible.module_utils.diagnosis.walk import Diagnosis
     return Diagnosis(open_bundle(str(INCIDENT), {})).run(None, None, "lab-node-1")
 
 

@@ -5,7 +5,7 @@ import pathlib
 import pytest
 
 import containerd_merge
-import containerd_loader as cc
+from ansible.module_utils.containerd import loader as cc
 
 MAIN = '''version = 2
 imports = ["{dir}/conf.d/*.toml"]
@@ -211,7 +211,7 @@ def test_observe_runs_the_hosts_own_containerd_config_dump(lab, module_runner, c
 def test_observe_without_containerd_or_with_one_that_fails_says_so(lab, module_runner, monkeypatch, tmp_path):
     empty = tmp_path / "empty-bin"
     empty.mkdir()
-    monkeypatch.setattr("node_commands.SBIN", ())
+    monkeypatch.setattr("ansible.module_utils.node.commands.SBIN", ())
     monkeypatch.setenv("PATH", str(empty))
     dest = lab / "merge.txt"
     out = module_runner(containerd_merge.main, args(lab, observe=True, dest=str(dest)))

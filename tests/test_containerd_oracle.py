@@ -18,7 +18,7 @@ import subprocess
 import pytest
 import yaml
 
-import containerd_loader as cc
+from ansible.module_utils.containerd import loader as cc
 
 CORPUS = pathlib.Path(__file__).parent / "containerd_corpus"
 CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())

@@ -10,10 +10,10 @@ The error texts are made by texts.text_findings from real lines, as the walk mak
 """
 import pytest
 
-from ansible.module_utils.gpu_diagnosis import host_layers, plugin_layers, pod_layers
-from ansible.module_utils.gpu_diagnosis.kube_objects import DRIVER_LABELS, PLUGIN_SELECTORS
-from ansible.module_utils.gpu_diagnosis.texts import text_findings
-from ansible.module_utils.gpu_diagnosis.walk import Seen
+from ansible.module_utils.diagnosis import host_layers, plugin_layers, pod_layers
+from ansible.module_utils.diagnosis.kube_objects import DRIVER_LABELS, PLUGIN_SELECTORS
+from ansible.module_utils.diagnosis.texts import text_findings
+from ansible.module_utils.diagnosis.walk import Seen
 
 NODE = "n1"
 FACTS = "node_facts[n1]"

@@ -13,10 +13,10 @@ import shutil
 import pytest
 
 import gpu_diagnose
-from ansible.module_utils.gpu_diagnosis import artefacts as ga
-from ansible.module_utils.gpu_diagnosis import diagnose as gdiag
-from ansible.module_utils.gpu_diagnosis import layers as gl
-from ansible.module_utils.gpu_diagnosis import sources as gs
+from ansible.module_utils.diagnosis import artefacts as ga
+from ansible.module_utils.diagnosis import diagnose as gdiag
+from ansible.module_utils.diagnosis import layers as gl
+from ansible.module_utils.diagnosis import sources as gs
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "diagnosis_corpus"
 REAL = CORPUS / "real"

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 import gpu_sharing_plan
-from ansible.module_utils import gpu_sharing as gs
+from ansible.module_utils.sharing import plans as gs
 
 LAYOUTS = yaml.safe_load(
     (pathlib.Path(__file__).parent / "sharing_corpus" / "mig_layouts.yaml").read_text())

@@ -12,7 +12,7 @@ import jinja2
 import pytest
 import yaml
 
-import containerd_loader as cc
+from ansible.module_utils.containerd import loader as cc
 import containerd_merge
 from test_gpu_stack import ROOT, driver_root, gpu_cdi_spec, listed, mock_build, nvidia_binary  # noqa: F401
 

@@ -9,7 +9,7 @@ import pytest
 
 import gpu_bundle_collect
 import gpu_bundle_node
-from ansible.module_utils import gpu_support_bundle as gsb
+from ansible.module_utils.bundle import collect as gsb
 
 NODE_DEFAULTS = dict(nvidia_smi="nvidia-smi", driver_root="", crictl="crictl", crictl_endpoint="",
                      containerd="containerd", containerd_config="", containerd_log="", containerd_unit="containerd",
@@ -160,7 +160,7 @@ def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, contain
     """The drop-in written, containerd not restarted: crictl-info.json (the running daemon) keeps
     runc only while containerd-config-dump.toml (the files) lists nvidia - and the bundle reader
     makes restart_pending of them. The daemon gone: no crictl-info.json, crictl's words kept."""
-    from ansible.module_utils.gpu_diagnosis import sources as gpu_sources
+    from ansible.module_utils.diagnosis import sources as gpu_sources
     d, endpoint, proc = daemon
     args = {"crictl": crictl, "crictl_endpoint": endpoint, "containerd": containerd_oracle,
             "containerd_config": str(d / "config.toml"), "containerd_log": str(d / "containerd.log"),

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 import gpu_driver_version
-from ansible.module_utils import nvidia_smi as ns
+from ansible.module_utils.node import nvidia_smi as ns
 
 
 def fake(path, body):

@@ -1,6 +1,6 @@
 """pod_wait: input rules and what a timeout says (its waits on a real Pod are in tests/cluster/)."""
 import pod_wait
-from ansible.module_utils import pod_state
+from ansible.module_utils.kube import pods as pod_state
 
 
 def test_needs_a_phase_or_a_condition(module_runner, tmp_path):

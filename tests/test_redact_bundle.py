@@ -26,7 +26,7 @@ import yaml
 import gpu_bundle_collect
 import gpu_bundle_node
 import gpu_diagnose
-from ansible.module_utils import gpu_support_bundle as gsb
+from ansible.module_utils.bundle import collect as gsb
 from ansible.module_utils.bundle import redact as br
 
 try:
@@ -358,7 +358,7 @@ def test_a_bundle_from_the_collector_holds_no_planted_value_in_any_byte(tmp_path
     travelled = json.dumps(node).encode() + b"".join(base64.b64decode(v) for v in node["files"].values())
     assert leaks(travelled) == [], "the node side sends secrets to the controller"
     assert node["redactions"]["files"]["crictl-info.json"] == {"registry-auth": 6, "registry-header": 1}
-    monkeypatch.setattr("ansible.module_utils.lab_kube.client", lambda kubeconfig, context=None: planted_cluster())
+    monkeypatch.setattr("ansible.module_utils.kube.client.client", lambda kubeconfig, context=None: planted_cluster())
     dest = tmp_path / "bundle"
     out = module_runner(gpu_bundle_collect.main, {
         "kubeconfig": "unused", "dest": str(dest), "archive": True, "redact": rules,
@@ -408,7 +408,7 @@ def test_a_bundle_from_the_collector_holds_no_planted_value_in_any_byte(tmp_path
 
 
 def test_the_archive_is_kept_like_the_folder(tmp_path, monkeypatch, module_runner):
-    monkeypatch.setattr("ansible.module_utils.lab_kube.client", lambda kubeconfig, context=None: planted_cluster())
+    monkeypatch.setattr("ansible.module_utils.kube.client.client", lambda kubeconfig, context=None: planted_cluster())
     dest = tmp_path / "b"
     archive = tmp_path / "b.tar.gz"
     archive.write_bytes(b"mine")

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 
-import device_plugin_sharing as ts
+from ansible.module_utils.sharing import device_plugin as ts
 
 CASES = yaml.safe_load((pathlib.Path(__file__).parent / "sharing_corpus" / "cases.yaml").read_text())
 
@@ -71,8 +71,8 @@ def test_recorded_values_against_plugin_binary(case, tmp_path):
 
 # --- real `nvidia-smi mig -lgip` / `-lgipp` listings (tests/sharing_corpus/mig_listings) ---
 
-import mig_listing  # noqa: E402
-import gpu_sharing as gs  # noqa: E402
+from ansible.module_utils.sharing import mig_listing  # noqa: E402
+from ansible.module_utils.sharing import plans as gs  # noqa: E402
 
 LISTING_DIR = pathlib.Path(__file__).parent / "sharing_corpus" / "mig_listings"
 SOURCES = yaml.safe_load((LISTING_DIR / "sources.yaml").read_text())

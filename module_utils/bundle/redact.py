@@ -27,7 +27,7 @@ import fnmatch
 import json
 import re
 
-from ansible.module_utils.lab_errors import LabError
+from ansible.module_utils.lab.refusals import LabError
 
 MARKER = "<redacted>"
 

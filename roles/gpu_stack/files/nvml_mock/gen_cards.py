@@ -19,12 +19,12 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 
 
 def gpu_sharing():
-    """module_utils/gpu_sharing.py, imported as Ansible would (ansible.module_utils.gpu_sharing)."""
+    """module_utils/gpu_sharing.py, imported as Ansible would (ansible.module_utils.sharing.plans)."""
     import ansible.module_utils  # pylint: disable=import-outside-toplevel
     path = os.path.join(ROOT, "module_utils")
     if path not in ansible.module_utils.__path__:
         ansible.module_utils.__path__.append(path)
-    from ansible.module_utils import gpu_sharing as module  # pylint: disable=import-outside-toplevel
+    from ansible.module_utils.sharing import plans as module  # pylint: disable=import-outside-toplevel
     return module
 
 
