@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The containerd_merge module without Ansible: the loader model's judgment of a config and its
-imports (containerd_loader.judge), set beside what the node's ``containerd config dump``
+imports (containerd.merge.judge), set beside what the node's ``containerd config dump``
 showed, and the lab's five-line merge.txt written from both.
 
 Refusals: ObservationError (the observation given), ConfigError (the configs), LabFileError
 (dest, mode) - all LabError; nothing is written before any of them.
 """
 
-from ansible.module_utils.containerd.loader import judge, merge_report, runtimes_in_dump
+from ansible.module_utils.containerd.merge import judge, merge_report, runtimes_in_dump
 from ansible.module_utils.lab.refusals import LabError
 from ansible.module_utils.lab.files import write_text
 from ansible.module_utils.node.commands import run, which

@@ -21,7 +21,6 @@ from ansible.module_utils.grader.base import Result
 from ansible.module_utils.grader.drills import Drills
 from ansible.module_utils.grader.node_steps import NodeSteps
 from ansible.module_utils.grader.reporting import add_guide_advice, junit_xml, parse_steps, report_text
-from ansible.module_utils.lab.yaml_load import HAS_YAML, YAML_IMPORT_ERROR  # noqa: F401 (for lab_grade)
 
 # lab_grade's options that are lab settings the checks compare against (not where to look)
 SETTINGS = ("observed_runtimes", "containerd_version", "nvidia_dropin", "physical_gpus",

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Steps 1-4: the incident node's containerd files, graded with no cluster.
 
-The files are read as containerd reads them - the merge model of module_utils/containerd_loader
+The files are read as containerd reads them - the merge model of module_utils/containerd/merge.py
 (TOML tables, imports resolved under the lab folder, which stands for the node's /). Step 4 runs
 the trainee's script, twice, with a fake containerd first on PATH in a temporary folder.
 """
@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 
 from ansible.module_utils.containerd import loader as cc
+from ansible.module_utils.containerd import merge as cm
 from ansible.module_utils.grader.base import MISTAKE_1, GraderBase, Result, get, names, needs, read_kv
 
 CRI = ("plugins", cc.CRI_V2, "containerd")
@@ -134,7 +135,7 @@ class NodeSteps(GraderBase):
         main = self.path("etc/containerd/config.toml")
         if os.path.isfile(main):
             try:
-                judged = cc.judge(main, self.settings["containerd_version"], root=self.root)
+                judged = cm.judge(main, self.settings["containerd_version"], root=self.root)
                 if not any(os.path.basename(f) == name for f in judged["dropin_files"]):
                     r.note("the main config's imports do not pick up %s" % name)
             except cc.ConfigError:
@@ -157,7 +158,7 @@ class NodeSteps(GraderBase):
             return r
         main = self.path("etc/containerd/config.toml")
         try:
-            judged = cc.judge(main, self.settings["containerd_version"], root=self.root)
+            judged = cm.judge(main, self.settings["containerd_version"], root=self.root)
         except cc.ConfigError as exc:
             r.fail("merge.txt cannot be checked because the configs do not load: %s" % exc)
             return r
