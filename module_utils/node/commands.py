@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Running a command on a GPU node and reading its files: one runner for every node-side tool.
 
-gpu_node_facts, gpu_bundle_node (gpu_support_bundle.collect_node), gpu_driver_version
+gpu_node_facts, gpu_bundle_node (bundle.node_side.collect_node), gpu_driver_version
 (nvidia_smi) and gpu_preflight find their commands with :func:`which`, run them with
 :func:`run` (a bounded wait; never raises), and read logs with :func:`read_tail`.
 :class:`Runner` adds what gpu_node_facts reports: each command run, its exit code and first
