@@ -66,7 +66,7 @@ def grade_report(state, steps):
 
 
 def diagnosis_of_incident():
-    from ansible.module_utils.diagnosis.sources import open_bundle
+    from ansible.module_utils.diagnosis.bundle_source import open_bundle
     from ansible.module_utils.diagnosis.walk import Diagnosis
     return Diagnosis(open_bundle(str(INCIDENT), {})).run(None, None, "lab-node-1")
 

@@ -162,7 +162,7 @@ def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, contain
     """The drop-in written, containerd not restarted: crictl-info.json (the running daemon) keeps
     runc only while containerd-config-dump.toml (the files) lists nvidia - and the bundle reader
     makes restart_pending of them. The daemon gone: no crictl-info.json, crictl's words kept."""
-    from ansible.module_utils.diagnosis import sources as gpu_sources
+    from ansible.module_utils.diagnosis import bundle_source
     d, endpoint, proc = daemon
     args = {"crictl": crictl, "crictl_endpoint": endpoint, "containerd": containerd_oracle,
             "containerd_config": str(d / "config.toml"), "containerd_log": str(d / "containerd.log"),
@@ -180,7 +180,7 @@ def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, contain
     folder.mkdir(parents=True)
     for name, data in files.items():
         (folder / name).write_bytes(data)
-    facts = gpu_sources.bundle_node_facts(str(folder), index=out["index"])
+    facts = bundle_source.bundle_node_facts(str(folder), index=out["index"])
     assert facts["restart_pending"] is True and facts["runtimes_running"] == ["runc"]
     proc.terminate()
     proc.wait(timeout=20)

@@ -35,7 +35,7 @@ import ansible.module_utils  # noqa: E402
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 
 from ansible.module_utils.grader import classroom  # noqa: E402
-from ansible.module_utils.diagnosis.sources import open_bundle  # noqa: E402
+from ansible.module_utils.diagnosis.bundle_source import open_bundle  # noqa: E402
 from ansible.module_utils.diagnosis.walk import Diagnosis  # noqa: E402
 from ansible.module_utils.report.render import diagnosis_html  # noqa: E402
 from headless_chromium import Chromium  # noqa: E402

@@ -7,8 +7,9 @@ results, one dict per node) are checked here against the node-facts contract bef
 source is opened.
 """
 
+from ansible.module_utils.diagnosis.bundle_source import open_bundle
 from ansible.module_utils.diagnosis.markdown import markdown
-from ansible.module_utils.diagnosis.sources import DiagnoseError, LiveSource, open_bundle
+from ansible.module_utils.diagnosis.sources import DiagnoseError, LiveSource
 from ansible.module_utils.diagnosis.walk import Diagnosis
 from ansible.module_utils.lab.files import write_text
 from ansible.module_utils.kube.client import client
