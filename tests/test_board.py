@@ -2,7 +2,7 @@
 headless Chromium following the lab's state folder as it changes (no reload).
 
 Every board here follows a state folder under the test's temp folder on a free port - never the
-lab's own. The class table is written by module_utils/classroom.py, the code classroom-grade.yml
+lab's own. The class table is written by module_utils/grader/classroom.py, the code classroom-grade.yml
 runs; the grade report has grade.yml's shape ({lab_root, steps}).
 """
 import json
@@ -72,7 +72,7 @@ def diagnosis_of_incident():
 
 
 def class_report(folder, hosts):
-    """class-report.md/.xml as classroom-grade.yml writes them (module_utils/classroom.py)."""
+    """class-report.md/.xml as classroom-grade.yml writes them (module_utils/grader/classroom.py)."""
     markdown, xml, _failed = classroom.build(hosts)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "class-report.md").write_text(markdown)

@@ -11,7 +11,7 @@ lab-node-1-incident: the drop-in on disk, containerd never restarted). board.png
 (started by roles/lab_board/files/lab_board.py on a free loopback port, stopped afterwards)
 following a state folder - by default one this script writes in a temp folder: that bundle's
 diagnosis, a grade report in grade.yml's shape, a drill record in drill.yml's, and a class
-table written by module_utils/classroom.py (classroom-grade.yml's code) for three trainees:
+table written by module_utils/grader/classroom.py (classroom-grade.yml's code) for three trainees:
 one graded on the real node, one on the kwok-only fallback, one unreachable.
 """
 import argparse

@@ -275,5 +275,3 @@ def collect_cluster(kube, options, files, index, red):
             entry["status"] = "failed"
             entry["reason"] = "; ".join(errors) or "the Pod has no containers"
         index[rel] = entry
-
-

@@ -16,12 +16,11 @@ This module is the package's public face (what gpu_diagnose, the grader and the 
 Where things live: sources.py reads (one interface: a live cluster there, a support bundle in
 bundle_source.py, the GPU Operator's must-gather in must_gather.py; open_bundle picks between
 the two folders); artefacts.py parses what a node prints (node/gpu_facts.py gathers it live);
-walk.py asks the source
-for everything a node's layers judge and calls the rules; the rules are host_layers.py
-(driver, container runtime), plugin_layers.py (device plugin, node advertisement) and
-pod_layers.py (scheduling, workload), over texts.py (error texts -> layer), kube_objects.py
-(what a Pod asks and a node admits) and verdict.py (LAYERS, the verdict's shape); markdown.py
-writes the Markdown. What decides each layer:
+walk.py asks the source for everything a node's layers judge and calls the rules; the rules
+are host_layers.py (driver, container runtime), plugin_layers.py (device plugin, node
+advertisement) and pod_layers.py (scheduling, workload), over texts.py (error texts -> layer),
+kube_objects.py (what a Pod asks and a node admits) and verdict.py (LAYERS, the verdict's
+shape); markdown.py writes the Markdown. What decides each layer:
 
 - driver: nvidia-smi on the node (node facts: driver_ok, driver_error, gpus), the kernel's
   NVRM lines (Xid 79 "fallen off the bus", "GPU is lost"), the GPU count against

@@ -268,5 +268,3 @@ class MustGatherSource(Source):
 
     def ref_facts(self, node):
         return "nvidia-bug-report_%s.log.gz" % node
-
-

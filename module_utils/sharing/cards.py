@@ -213,6 +213,7 @@ VARIANTS = {
 # profile names a driver prints differently for the same profile (B200 1g.23gb/1g.24gb)
 PROFILE_ALIASES = {"B200-180GB": {"1g.24gb": "1g.23gb", "1g.24gb+me": "1g.23gb+me"}}
 
+
 class PlanError(LabError):
     """A plan that cannot be made: an unknown card, a layout that does not fit, a bad count."""
 

@@ -190,7 +190,7 @@ def _type_error(value, gotype):
     if kind == "number" and gotype == "int" and isinstance(value, float):
         kind = "number %s" % _go_number(value)
     return JsonError("json: cannot unmarshal %s into Go value of type %s" % (kind, gotype),
-                      type_error=(kind, gotype))
+                     type_error=(kind, gotype))
 
 
 def _go_number(value):
@@ -231,7 +231,7 @@ def resource_name(raw):
     name = raw if raw.startswith(PREFIX + "/") else PREFIX + "/" + raw
     if len(name) > MAX_NAME:
         raise JsonError("fully-qualified resource name must be %d characters or less: %s"
-                         % (MAX_NAME, name))
+                        % (MAX_NAME, name))
     short = name.split("/", 1)[1]
     errors = []
     if len(short) > 253:
@@ -305,8 +305,8 @@ def _decode_entry(raw):
     replicas = _decode_int(entry["replicas"])
     if replicas < 2:
         raise JsonError("number of replicas must be >= 2",
-                         hint="Fix: replicas is how many Pods share one GPU; 1 shares nothing - "
-                              "leave the resource out of the list instead")
+                        hint="Fix: replicas is how many Pods share one GPU; 1 shares nothing - "
+                             "leave the resource out of the list instead")
     rename = resource_name(entry["rename"]) if "rename" in entry else ""
     return {"name": name, "devices": devices, "replicas": replicas, "rename": rename}
 
