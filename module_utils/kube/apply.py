@@ -17,6 +17,7 @@ import re
 import time
 
 from ansible.module_utils.lab.refusals import LabError
+from ansible.module_utils.lab.wait import WaitTimeout, wait_until
 from ansible.module_utils.kube.client import KubeError, client
 
 MODES = ("none", "missing", "drift")
@@ -97,13 +98,19 @@ def _create(kube, path, body, timeout=SERVICE_ACCOUNT_TIMEOUT, clock=time.monoto
         if not match:
             raise
     namespace, name = match.groups()
-    deadline = clock() + timeout
-    while kube.get("/api/v1/namespaces/%s/serviceaccounts/%s" % (namespace, name), missing_ok=True) is None:
-        if clock() >= deadline:
-            raise KubeError(403, "Forbidden", "ServiceAccount %s/%s did not appear within %ds (the "
-                            "controller-manager makes it for a new namespace; is it running?)"
-                            % (namespace, name, timeout))
-        pause(0.1)   # poll interval of a wait bounded by timeout
+    account = "/api/v1/namespaces/%s/serviceaccounts/%s" % (namespace, name)
+
+    def look(_left):
+        found = kube.get(account, missing_ok=True)
+        return found is not None, "not there" if found is None else "there"
+
+    try:
+        wait_until("ServiceAccount %s/%s" % (namespace, name), look, timeout, interval=0.1,
+                   clock=clock, pause=pause)
+    except WaitTimeout:
+        raise KubeError(403, "Forbidden", "ServiceAccount %s/%s did not appear within %ds (the "
+                        "controller-manager makes it for a new namespace; is it running?)"
+                        % (namespace, name, timeout))
     return kube.create(path, body)
 
 

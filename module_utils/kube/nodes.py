@@ -13,6 +13,7 @@ import re
 import time
 
 from ansible.module_utils.lab.refusals import LabError
+from ansible.module_utils.lab.wait import WaitTimeout, wait_until
 from ansible.module_utils.kube.client import KubeError, client, condition, parse_quantity
 
 
@@ -100,35 +101,44 @@ def wait_ready(kube, names, existing, timeout, clock=time.monotonic, test=is_rea
     watch from its version (events only for what changes - a fleet of thousands is not listed
     again and again). Updates `existing`; returns (names still failing it, seconds waited)."""
     is_ready = test  # pylint: disable=redefined-outer-name
-    start = clock()
-    pending = [n for n in names if not is_ready(existing.get(n) or {})]
-    version = None
-    while pending and clock() - start < timeout:
-        if version is None:  # (re)list: at the start, and when the watch's version is gone
-            nodes, version = kube.listing("/api/v1/nodes")
+    state = {"pending": [n for n in names if not is_ready(existing.get(n) or {})], "version": None}
+    if not state["pending"] or timeout <= 0:
+        return state["pending"], 0.0
+
+    def look(left):
+        if state["version"] is None:  # (re)list: at the start, and when the watch's version is gone
+            nodes, state["version"] = kube.listing("/api/v1/nodes")
             existing.update((node["metadata"]["name"], node) for node in nodes)
-            pending = [n for n in pending if not is_ready(existing.get(n) or {})]
-            continue
-        waiting = set(pending)
-        events = kube.watch("/api/v1/nodes", version, min(60, timeout - (clock() - start)))
+            state["pending"] = [n for n in state["pending"] if not is_ready(existing.get(n) or {})]
+            return not state["pending"], state["pending"]
+        waiting = set(state["pending"])
+        stop = clock() + left
+        events = kube.watch("/api/v1/nodes", state["version"], min(60, left))
         try:
             for kind, node in events:
-                version = (node.get("metadata") or {}).get("resourceVersion") or version
+                state["version"] = (node.get("metadata") or {}).get("resourceVersion") or state["version"]
                 if kind in ("ADDED", "MODIFIED"):
                     name = node["metadata"]["name"]
                     existing[name] = node
                     if name in waiting and is_ready(node):
                         waiting.discard(name)
-                if not waiting or clock() - start >= timeout:
+                if not waiting or clock() >= stop:
                     break
         except KubeError as exc:
             if exc.status != 410:
                 raise
-            version = None  # too old to watch from: list again
+            state["version"] = None  # too old to watch from: list again
         finally:
             events.close()
-        pending = [n for n in pending if n in waiting]
-    return pending, round(clock() - start, 1)
+        state["pending"] = [n for n in state["pending"] if n in waiting]
+        return not state["pending"], state["pending"]
+
+    try:
+        pending, waited = wait_until("nodes %s" % ", ".join(state["pending"]), look, timeout,
+                                     interval=0, clock=clock, pause=lambda _seconds: None)
+    except WaitTimeout as exc:
+        return exc.last, round(exc.waited, 1)
+    return pending, round(waited, 1)
 
 
 def check_template(template):

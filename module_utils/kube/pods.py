@@ -8,10 +8,10 @@ What the pod_wait module does, without Ansible. Refusals are PodWaitError, LabFi
 """
 
 import os
-import time
 
 from ansible.module_utils.lab.refusals import LabError
 from ansible.module_utils.lab.files import write_text
+from ansible.module_utils.lab.wait import WaitTimeout, wait_until
 from ansible.module_utils.kube.client import KubeError, client, condition
 
 
@@ -62,37 +62,39 @@ def _record(module, p, result):
 
 def wait_pod(module):
     """pod_wait: poll the Pod of module.params until it reaches the phase / condition (once a
-    second, at most wait_timeout s), then record the condition. The module's result."""
+    second, at most wait_timeout s - lab/wait.py), then record the condition. The module's
+    result."""
     p = module.params
     kube = client(p["kubeconfig"], p["context"])
     path = "/api/v1/namespaces/%s/pods/%s" % (p["namespace"], p["name"])
     kept = bool(p["record"]) and os.path.exists(p["record"]) and not p["overwrite"]
-    timeout = 0 if kept else p["wait_timeout"]
-    start = time.monotonic()
-    while True:
+    # check mode with a record changed nothing, so there is nothing to wait for: one look, and
+    # a real run's wait is said instead of waiting for the effect of a change it did not make
+    dry = module.check_mode and bool(p["record"])
+    timeout = 0 if kept or dry else p["wait_timeout"]
+
+    def look(_left):
         try:
             pod = kube.get(path, missing_ok=True)
         except KubeError as exc:
             raise PodWaitError("cannot read Pod %s/%s: %s" % (p["namespace"], p["name"], exc))
-        if kept or reached(pod, p["phase"], p["condition"]):
-            break
-        if module.check_mode and p["record"]:
-            # check mode changed nothing, so there is nothing to wait for: say what a real run
-            # would record instead of waiting for the effect of a change it did not make
-            return dict(changed=True, phase=((pod or {}).get("status") or {}).get("phase"),
+        return kept or reached(pod, p["phase"], p["condition"]), pod
+
+    try:
+        pod, waited = wait_until(_wanted(p), look, timeout, interval=1, describe=describe)
+    except WaitTimeout as exc:
+        if dry:
+            return dict(changed=True, phase=((exc.last or {}).get("status") or {}).get("phase"),
                         waited=0, recorded="",
                         msg="check mode: a real run waits up to %ss for %s=%s on Pod %s/%s "
                             "and records it in %s (now: %s)" % (
                                 p["wait_timeout"], p["condition"]["type"],
                                 p["condition"]["status"], p["namespace"], p["name"],
-                                p["record"], describe(pod)))
-        if time.monotonic() - start >= timeout:
-            raise PodWaitError("Pod %s/%s: waited %ss for %s; last seen: %s"
-                               % (p["namespace"], p["name"], timeout, _wanted(p), describe(pod)))
-        time.sleep(1)  # poll interval of a wait bounded by wait_timeout
+                                p["record"], describe(exc.last)))
+        raise PodWaitError("Pod %s/%s: %s" % (p["namespace"], p["name"], exc.message))
     status = (pod or {}).get("status") or {}
     result = dict(changed=False, phase=status.get("phase"), conditions=status.get("conditions") or [],
-                  waited=round(time.monotonic() - start, 1))
+                  waited=round(waited, 1))
     if p["condition"]:
         result["condition"] = condition(pod or {}, p["condition"]["type"])
     if p["record"]:

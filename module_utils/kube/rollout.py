@@ -13,6 +13,7 @@ import time
 
 from ansible.module_utils.lab.refusals import LabError
 from ansible.module_utils.lab.files import write_text
+from ansible.module_utils.lab.wait import WaitTimeout, wait_until
 from ansible.module_utils.kube.client import KubeError, client, condition
 
 
@@ -216,36 +217,42 @@ def wait_settled(read, timeout, interval=1.0, settle=3, clock=time.monotonic, pa
     complete - listing thousands of Pods every second was the API server's largest load
     while a fleet's DaemonSet was rolling out. Returns (snapshot, verdict, waited_seconds,
     reason)."""
-    start = clock()
-    previous, same = None, 0
     if timeout <= 0:  # one read: say what it shows
         snap = read()
         verdict = judge(snap)
         state = "complete" if verdict["complete"] else "stalled" if verdict["stalled"] else "in-progress"
         return snap, verdict, 0.0, state
-    while True:
+    moving = {"previous": None, "same": 0}
+
+    def look(_left):
         if until_complete and peek is not None and not status_complete(peek()):
-            if clock() - start >= timeout:
-                snap = read()
-                return snap, judge(snap), clock() - start, "timeout"
-            previous, same = None, 0
-            pause(interval)
-            continue
+            moving.update(previous=None, same=0)
+            return False, None
         snap = read()
         verdict = judge(snap)
         parts = _moving_parts(snap)
-        same = same + 1 if parts == previous else 0
-        previous = parts
+        moving["same"] = moving["same"] + 1 if parts == moving["previous"] else 0
+        moving["previous"] = parts
+        same = moving["same"]
         # until_complete (before pushing an update): complete and unchanged for `settle`
         # reads, so the controller is not still catching up with what it just did
         if verdict["complete"] and (not until_complete or same >= settle - 1
                                     or (node_count is not None and snap["desired"] == node_count())):
-            return snap, verdict, clock() - start, "complete"
+            return True, (snap, verdict, "complete")
         if verdict["stalled"] and not until_complete and (same >= settle - 1 or stall_is_final(snap)):
-            return snap, verdict, clock() - start, "stalled"
-        if clock() - start >= timeout:
-            return snap, verdict, clock() - start, "timeout"
-        pause(interval)
+            return True, (snap, verdict, "stalled")
+        return False, (snap, verdict)
+
+    try:
+        (snap, verdict, state), waited = wait_until(
+            "the rollout to %s" % ("complete" if until_complete else "complete or stall"), look,
+            timeout, interval=interval, clock=clock, pause=pause)
+    except WaitTimeout as exc:
+        if exc.last is None:  # timed out while peeking: one full read says where it stands
+            snap = read()
+            return snap, judge(snap), exc.waited, "timeout"
+        return exc.last[0], exc.last[1], exc.waited, "timeout"
+    return snap, verdict, waited, state
 
 
 def count_nodes(kube):
