@@ -80,7 +80,7 @@ def module_utils_folders():
 
 def join_module_utils():
     """The configured module_utils folders join ansible.module_utils' package path, as they are
-    inside an AnsiballZ payload: `from ansible.module_utils.lab_kube import Kube` then imports
+    inside an AnsiballZ payload: `from ansible.module_utils.kube.client import Kube` then imports
     the lab's file. Only the configured folders themselves, never their subfolders (a
     subfolder's common.py would shadow ansible.module_utils.common). Also used by the
     lab_preload callback before the workers fork."""

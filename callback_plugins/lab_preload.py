@@ -33,11 +33,11 @@ from ansible.plugins.loader import action_loader
 # what nearly every lab module imports, and what the modules a lab run calls several times
 # import (containerd_merge, manifest_drift, node_resources); the rest is imported by the module
 # that needs it
-PRELOAD = ("ansible.module_utils.basic", "yaml", "ansible.module_utils.lab_errors",
-           "ansible.module_utils.lab_files", "ansible.module_utils.lab_kube",
-           "ansible.module_utils.lab_yaml", "ansible.module_utils.containerd_loader",
-           "ansible.module_utils.manifest_compare", "ansible.module_utils.manifest_apply",
-           "ansible.module_utils.node_status")
+PRELOAD = ("ansible.module_utils.basic", "yaml", "ansible.module_utils.lab.refusals",
+           "ansible.module_utils.lab.files", "ansible.module_utils.kube.client",
+           "ansible.module_utils.lab.yaml_load", "ansible.module_utils.containerd.loader",
+           "ansible.module_utils.kube.compare", "ansible.module_utils.kube.apply",
+           "ansible.module_utils.kube.nodes")
 
 
 def in_worker():

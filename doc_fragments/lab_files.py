@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Options every module that writes a report with module_utils/lab_files.py shares.
+"""Options every module that writes a report with module_utils/lab/files.py shares.
 
 A module keeps only what is its own: the description of O(dest) (what the report holds), or a
 default that differs (C(backup: {default: true})) - the keys it gives replace the fragment's,

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Options every module that talks to the cluster shares (module_utils/lab_kube.py)."""
+"""Options every module that talks to the cluster shares (module_utils/kube/client.py)."""
 
 
 class ModuleDocFragment(object):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The options every module that runs nvidia-smi shares (module_utils/nvidia_smi.py NVIDIA_SMI_ARGS)."""
+"""The options every module that runs nvidia-smi shares (module_utils/node/nvidia_smi.py NVIDIA_SMI_ARGS)."""
 
 
 class ModuleDocFragment(object):

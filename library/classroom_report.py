@@ -78,7 +78,7 @@ paths:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.classroom import ClassroomError, class_report  # noqa: E402
+from ansible.module_utils.grader.classroom import ClassroomError, class_report  # noqa: E402
 
 
 def main():

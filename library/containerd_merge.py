@@ -231,9 +231,9 @@ backup_file:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.containerd_loader import ConfigError  # noqa: E402
-from ansible.module_utils.containerd_merge_report import JudgmentFailed, ObservationError, merge_check  # noqa: E402
-from ansible.module_utils.lab_files import REPORT_ARGS, LabFileError  # noqa: E402
+from ansible.module_utils.containerd.loader import ConfigError  # noqa: E402
+from ansible.module_utils.containerd.merge_report import JudgmentFailed, ObservationError, merge_check  # noqa: E402
+from ansible.module_utils.lab.files import REPORT_ARGS, LabFileError  # noqa: E402
 
 
 def main():

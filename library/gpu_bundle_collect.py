@@ -192,9 +192,10 @@ redacted:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils import gpu_support_bundle as gsb  # noqa: E402
-from ansible.module_utils.lab_errors import LabError  # noqa: E402
-from ansible.module_utils.lab_kube import KUBE_ARGS  # noqa: E402
+from ansible.module_utils.bundle import collect  # noqa: E402
+from ansible.module_utils.bundle import contents  # noqa: E402
+from ansible.module_utils.lab.refusals import LabError  # noqa: E402
+from ansible.module_utils.kube.client import KUBE_ARGS  # noqa: E402
 
 
 def main():
@@ -204,21 +205,21 @@ def main():
             dest=dict(type="path", required=True),
             force=dict(type="bool", default=False),
             pods=dict(type="list", elements="str", default=[]),
-            stack_namespaces=dict(type="list", elements="str", default=gsb.STACK_NAMESPACES),
-            stack_selectors=dict(type="list", elements="str", default=gsb.STACK_SELECTORS),
+            stack_namespaces=dict(type="list", elements="str", default=contents.STACK_NAMESPACES),
+            stack_selectors=dict(type="list", elements="str", default=contents.STACK_SELECTORS),
             gpu_resource_prefixes=dict(type="list", elements="str", default=["nvidia.com/"]),
             logs=dict(type="bool", default=True),
             log_limit_bytes=dict(type="int", default=8 * 1024 * 1024),
             max_logs=dict(type="int", default=100),
             nodes=dict(type="dict", default={}),
-            redact=dict(type="list", elements="dict", default=[], options=gsb.REDACT_RULE_OPTIONS),
+            redact=dict(type="list", elements="dict", default=[], options=contents.REDACT_RULE_OPTIONS),
             archive=dict(type="bool", default=False),
             validate_only=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     try:
-        result = gsb.collect_bundle(module.params, module.check_mode)
+        result = collect.collect_bundle(module.params, module.check_mode)
     except LabError as exc:   # BundleError, ArchiveError, KubeError, KubeconfigError
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

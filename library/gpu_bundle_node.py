@@ -139,9 +139,10 @@ redactions:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
-from ansible.module_utils import gpu_support_bundle as gsb  # noqa: E402
-from ansible.module_utils.lab_errors import LabError  # noqa: E402
+from ansible.module_utils.node.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
+from ansible.module_utils.bundle import contents  # noqa: E402
+from ansible.module_utils.bundle import node_side  # noqa: E402
+from ansible.module_utils.lab.refusals import LabError  # noqa: E402
 
 
 def main():
@@ -161,12 +162,12 @@ def main():
             max_bytes=dict(type="int", default=8 * 1024 * 1024),
             timeout=dict(type="int", default=60),
             node_name=dict(type="str", default=""),
-            redact=dict(type="list", elements="dict", default=[], options=gsb.REDACT_RULE_OPTIONS),
+            redact=dict(type="list", elements="dict", default=[], options=contents.REDACT_RULE_OPTIONS),
         ),
         supports_check_mode=True,
     )
     try:
-        result = gsb.node_result(module.params)
+        result = node_side.node_result(module.params)
     except LabError as exc:   # BundleError: a redaction rule that cannot be used
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

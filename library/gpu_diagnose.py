@@ -193,8 +193,8 @@ html:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.bundle.archive import unpacked  # noqa: E402
-from ansible.module_utils.gpu_diagnosis.diagnose import diagnose  # noqa: E402
-from ansible.module_utils.lab_errors import LabError  # noqa: E402
+from ansible.module_utils.diagnosis.diagnose import diagnose  # noqa: E402
+from ansible.module_utils.lab.refusals import LabError  # noqa: E402
 from ansible.module_utils.report.render import write_diagnosis_html  # noqa: E402
 
 

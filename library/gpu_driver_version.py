@@ -70,8 +70,8 @@ reason:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils import nvidia_smi  # noqa: E402
-from ansible.module_utils.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
+from ansible.module_utils.node import nvidia_smi  # noqa: E402
+from ansible.module_utils.node.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
 
 
 def main():

@@ -133,8 +133,8 @@ checks:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
-from ansible.module_utils.gpu_diagnosis.node_facts import NodeFactsError, gather  # noqa: E402
+from ansible.module_utils.node.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
+from ansible.module_utils.node.gpu_facts import NodeFactsError, gather  # noqa: E402
 
 
 def main():

@@ -99,8 +99,8 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.gpu_diagnosis.preflight import preflight  # noqa: E402
-from ansible.module_utils.lab_errors import LabError  # noqa: E402
+from ansible.module_utils.diagnosis.preflight import preflight  # noqa: E402
+from ansible.module_utils.lab.refusals import LabError  # noqa: E402
 
 
 def main():

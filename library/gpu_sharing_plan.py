@@ -159,9 +159,9 @@ gpu_model:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible.module_utils.device_plugin_sharing import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
-from ansible.module_utils.gpu_sharing import PlanError, plan_report  # noqa: E402
-from ansible.module_utils.lab_files import LabFileError  # noqa: E402
+from ansible.module_utils.lab.yaml_load import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
+from ansible.module_utils.sharing.plans import PlanError, plan_report  # noqa: E402
+from ansible.module_utils.lab.files import LabFileError  # noqa: E402
 
 
 def main():

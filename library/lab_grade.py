@@ -187,8 +187,9 @@ junit:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible.module_utils.lab_errors import LabError  # noqa: E402
-from ansible.module_utils.lab_grader import HAS_YAML, YAML_IMPORT_ERROR, grade_lab  # noqa: E402
+from ansible.module_utils.lab.refusals import LabError  # noqa: E402
+from ansible.module_utils.grader.grade import grade_lab  # noqa: E402
+from ansible.module_utils.lab.yaml_load import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
 
 ARGUMENT_SPEC = dict(
     lab_root=dict(type="path", required=True),

@@ -115,9 +115,9 @@ applied:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_kube import KubeconfigError, kube_args  # noqa: E402
-from ansible.module_utils.manifest_apply import MODES, ApplyError, converge  # noqa: E402
-from ansible.module_utils.manifest_compare import DriftError, drift  # noqa: E402
+from ansible.module_utils.kube.client import KubeconfigError, kube_args  # noqa: E402
+from ansible.module_utils.kube.apply import MODES, ApplyError, converge  # noqa: E402
+from ansible.module_utils.kube.compare import DriftError, drift  # noqa: E402
 
 
 def main():

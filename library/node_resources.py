@@ -194,8 +194,8 @@ waited:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_kube import KubeconfigError, KubeError, kube_args  # noqa: E402
-from ansible.module_utils.node_status import NodeStatusError, shape_nodes  # noqa: E402
+from ansible.module_utils.kube.client import KubeconfigError, KubeError, kube_args  # noqa: E402
+from ansible.module_utils.kube.nodes import NodeStatusError, shape_nodes  # noqa: E402
 
 
 def main():

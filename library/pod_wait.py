@@ -125,9 +125,9 @@ kept_existing:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import LabFileError  # noqa: E402
-from ansible.module_utils.lab_kube import KubeconfigError, kube_args  # noqa: E402
-from ansible.module_utils.pod_state import PodWaitError, wait_pod  # noqa: E402
+from ansible.module_utils.lab.files import LabFileError  # noqa: E402
+from ansible.module_utils.kube.client import KubeconfigError, kube_args  # noqa: E402
+from ansible.module_utils.kube.pods import PodWaitError, wait_pod  # noqa: E402
 
 
 def main():

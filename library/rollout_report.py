@@ -159,9 +159,9 @@ kept_existing:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import REPORT_ARGS, LabFileError  # noqa: E402
-from ansible.module_utils.lab_kube import KubeconfigError, kube_args  # noqa: E402
-from ansible.module_utils.rollout import RolloutError, report_rollout  # noqa: E402
+from ansible.module_utils.lab.files import REPORT_ARGS, LabFileError  # noqa: E402
+from ansible.module_utils.kube.client import KubeconfigError, kube_args  # noqa: E402
+from ansible.module_utils.kube.rollout import RolloutError, report_rollout  # noqa: E402
 
 
 def main():

@@ -109,7 +109,7 @@ created_dirs:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lab_files import LabFileError, write_files  # noqa: E402
+from ansible.module_utils.lab.files import LabFileError, write_files  # noqa: E402
 
 
 def main():

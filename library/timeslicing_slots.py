@@ -203,9 +203,9 @@ plugin_message:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible.module_utils.device_plugin_sharing import (  # noqa: E402
-    HAS_YAML, YAML_IMPORT_ERROR, SlotsError, advertised_slots)
-from ansible.module_utils.lab_files import REPORT_ARGS, LabFileError  # noqa: E402
+from ansible.module_utils.lab.yaml_load import HAS_YAML, YAML_IMPORT_ERROR  # noqa: E402
+from ansible.module_utils.sharing.device_plugin import SlotsError, advertised_slots  # noqa: E402
+from ansible.module_utils.lab.files import REPORT_ARGS, LabFileError  # noqa: E402
 
 
 def main():

@@ -2,7 +2,7 @@
 headless Chromium following the lab's state folder as it changes (no reload).
 
 Every board here follows a state folder under the test's temp folder on a free port - never the
-lab's own. The class table is written by module_utils/classroom.py, the code classroom-grade.yml
+lab's own. The class table is written by module_utils/grader/classroom.py, the code classroom-grade.yml
 runs; the grade report has grade.yml's shape ({lab_root, steps}).
 """
 import json
@@ -16,8 +16,8 @@ import urllib.request
 
 import pytest
 
-from ansible.module_utils import classroom
-from ansible.module_utils.gpu_diagnosis.verdict import LAYERS
+from ansible.module_utils.grader import classroom
+from ansible.module_utils.diagnosis.verdict import LAYERS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -66,13 +66,13 @@ def grade_report(state, steps):
 
 
 def diagnosis_of_incident():
-    from ansible.module_utils.gpu_diagnosis.sources import open_bundle
-    from ansible.module_utils.gpu_diagnosis.walk import Diagnosis
+    from ansible.module_utils.diagnosis.bundle_source import open_bundle
+    from ansible.module_utils.diagnosis.walk import Diagnosis
     return Diagnosis(open_bundle(str(INCIDENT), {})).run(None, None, "lab-node-1")
 
 
 def class_report(folder, hosts):
-    """class-report.md/.xml as classroom-grade.yml writes them (module_utils/classroom.py)."""
+    """class-report.md/.xml as classroom-grade.yml writes them (module_utils/grader/classroom.py)."""
     markdown, xml, _failed = classroom.build(hosts)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "class-report.md").write_text(markdown)

@@ -5,7 +5,8 @@ import pathlib
 import pytest
 
 import containerd_merge
-import containerd_loader as cc
+from ansible.module_utils.containerd import loader as cc
+from ansible.module_utils.containerd import merge as cm
 
 MAIN = '''version = 2
 imports = ["{dir}/conf.d/*.toml"]
@@ -145,17 +146,17 @@ def test_relative_glob_depends_on_patch_release(tmp_path):
     (tmp_path / "conf.d").mkdir()
     (tmp_path / "config.toml").write_text('version = 2\nimports = ["conf.d/*.toml"]\n')
     (tmp_path / "conf.d/99-nvidia.toml").write_text(DROPIN)
-    old = cc.judge(str(tmp_path / "config.toml"), "1.6.20", working_dir="/")
-    new = cc.judge(str(tmp_path / "config.toml"), "1.6.29", working_dir="/")
+    old = cm.judge(str(tmp_path / "config.toml"), "1.6.20", working_dir="/")
+    new = cm.judge(str(tmp_path / "config.toml"), "1.6.29", working_dir="/")
     assert old["dropin_files"] == [] and any("relative glob" in f for f in old["findings"])
     assert new["predicted_runtimes"] == ["nvidia"]
 
 
 def test_version_3_is_fatal_from_1_6_32(lab):
     (lab / "config.toml").write_text('version = 3\n')
-    assert cc.judge(str(lab / "config.toml"), "1.6.20")["predicted_runtimes"] == ["runc"]
+    assert cm.judge(str(lab / "config.toml"), "1.6.20")["predicted_runtimes"] == ["runc"]
     with pytest.raises(cc.ConfigError, match="unsupported config version 3"):
-        cc.judge(str(lab / "config.toml"), "1.6.32")
+        cm.judge(str(lab / "config.toml"), "1.6.32")
 
 
 def test_bad_version_text():
@@ -211,7 +212,7 @@ def test_observe_runs_the_hosts_own_containerd_config_dump(lab, module_runner, c
 def test_observe_without_containerd_or_with_one_that_fails_says_so(lab, module_runner, monkeypatch, tmp_path):
     empty = tmp_path / "empty-bin"
     empty.mkdir()
-    monkeypatch.setattr("node_commands.SBIN", ())
+    monkeypatch.setattr("ansible.module_utils.node.commands.SBIN", ())
     monkeypatch.setenv("PATH", str(empty))
     dest = lab / "merge.txt"
     out = module_runner(containerd_merge.main, args(lab, observe=True, dest=str(dest)))

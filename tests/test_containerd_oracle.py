@@ -18,7 +18,8 @@ import subprocess
 import pytest
 import yaml
 
-import containerd_loader as cc
+from ansible.module_utils.containerd import loader as cc
+from ansible.module_utils.containerd import merge as cm
 
 CORPUS = pathlib.Path(__file__).parent / "containerd_corpus"
 CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
@@ -62,11 +63,11 @@ def test_model_matches_real_containerd(version, case, tmp_path, request):
         else:
             assert real.returncode != 0, "the corpus says containerd fails here, but it did not"
         with pytest.raises(cc.ConfigError):
-            cc.judge(str(main), version, working_dir=str(cwd))
+            cm.judge(str(main), version, working_dir=str(cwd))
         return
     assert real.returncode == 0, real.stderr
-    model = cc.judge(str(main), version, working_dir=str(cwd))
-    assert model["predicted_runtimes"] == cc.runtimes_in_dump(real.stdout)
+    model = cm.judge(str(main), version, working_dir=str(cwd))
+    assert model["predicted_runtimes"] == cm.runtimes_in_dump(real.stdout)
     if v2:
         return  # 2.x's dump lists the import patterns, not the files it loaded
     imports = re.search(r"^imports = \[(.*)\]$", real.stdout, re.M).group(1)

@@ -10,10 +10,10 @@ The error texts are made by texts.text_findings from real lines, as the walk mak
 """
 import pytest
 
-from ansible.module_utils.gpu_diagnosis import host_layers, plugin_layers, pod_layers
-from ansible.module_utils.gpu_diagnosis.kube_objects import DRIVER_LABELS, PLUGIN_SELECTORS
-from ansible.module_utils.gpu_diagnosis.texts import text_findings
-from ansible.module_utils.gpu_diagnosis.walk import Seen
+from ansible.module_utils.diagnosis import host_layers, plugin_layers, pod_layers
+from ansible.module_utils.diagnosis.kube_objects import DRIVER_LABELS, PLUGIN_SELECTORS
+from ansible.module_utils.diagnosis.texts import text_findings
+from ansible.module_utils.diagnosis.walk import Seen
 
 NODE = "n1"
 FACTS = "node_facts[n1]"
@@ -624,12 +624,12 @@ def test_workload(fields, status, reason, nxt, evidence, absent):
     ("", None), (None, None), ("\n  \n", None),
 ])
 def test_last_error(log, expected):
-    from ansible.module_utils.gpu_diagnosis.texts import last_error
+    from ansible.module_utils.diagnosis.texts import last_error
     assert last_error(log) == expected
 
 
 def test_failing_containers_in_the_pods_own_order():
-    from ansible.module_utils.gpu_diagnosis.texts import failing
+    from ansible.module_utils.diagnosis.texts import failing
     crash = {"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "restartCount": 3}
     the_pod = {"spec": {"containers": [{"name": "nvidia-device-plugin"}, {"name": "config-manager"}, {"name": "ok"}]},
                "status": {"containerStatuses": [

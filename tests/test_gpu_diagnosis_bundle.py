@@ -13,10 +13,11 @@ import shutil
 import pytest
 
 import gpu_diagnose
-from ansible.module_utils.gpu_diagnosis import artefacts as ga
-from ansible.module_utils.gpu_diagnosis import diagnose as gdiag
-from ansible.module_utils.gpu_diagnosis import layers as gl
-from ansible.module_utils.gpu_diagnosis import sources as gs
+from ansible.module_utils.diagnosis import artefacts as ga
+from ansible.module_utils.diagnosis import diagnose as gdiag
+from ansible.module_utils.diagnosis import layers as gl
+from ansible.module_utils.diagnosis import bundle_source
+from ansible.module_utils.diagnosis import must_gather as mg
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "diagnosis_corpus"
 REAL = CORPUS / "real"
@@ -526,9 +527,9 @@ def test_must_gather_folder(module_runner, tmp_path):
     assert "gpu_operand_pod_nvidia-device-plugin-daemonset-x7k2p.log" in evidence_text(out, "container-runtime")
     assert layer(out, "node-advertisement")["status"] == "ok"
     assert any("crictl info" in limit for limit in out["limits"]) and "it cannot hold" in out["report"]
-    nodes = gs.parse_describe_nodes(read(root / "gpu_nodes.descr"))
+    nodes = mg.parse_describe_nodes(read(root / "gpu_nodes.descr"))
     assert nodes[NODE]["status"]["allocatable"]["nvidia.com/gpu"] == "2"
-    assert gs.parse_node_labels(read(root / "gpu_nodes.labels"))[NODE]["nvidia.com/gpu.count"] == "2"
+    assert mg.parse_node_labels(read(root / "gpu_nodes.labels"))[NODE]["nvidia.com/gpu.count"] == "2"
     bad = module_runner(gpu_diagnose.main, {"bundle": str(root), "pod": "ml/trainer-0"})
     assert bad["failed"] and "does not exist" in bad["msg"]
 
@@ -610,7 +611,7 @@ def test_the_labs_real_node_in_the_incident(module_runner, tmp_path):
     folder.mkdir(parents=True)
     for name in ("crictl-info.json", "containerd-config-dump.toml", "device-plugins.txt"):
         shutil.copy(real / name, folder / name)
-    facts = gs.BundleSource(root).facts(node)
+    facts = bundle_source.BundleSource(root).facts(node)
     assert facts["runtimes_running"] == ["runc"] and facts["runtimes_configured"] == ["nvidia"]
     assert facts["restart_pending"] is True and facts["device_plugin_sockets"] == []
     out = diagnose(module_runner, root, node=node)

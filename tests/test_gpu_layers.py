@@ -8,8 +8,8 @@ import pytest
 
 import gpu_node_facts
 import gpu_preflight
-from ansible.module_utils.gpu_diagnosis import diagnose as gdiag
-from ansible.module_utils.gpu_diagnosis import layers as gl
+from ansible.module_utils.diagnosis import diagnose as gdiag
+from ansible.module_utils.diagnosis import layers as gl
 
 LAB_MAIN = """version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd]

@@ -5,7 +5,9 @@ import pytest
 import yaml
 
 import gpu_sharing_plan
-from ansible.module_utils import gpu_sharing as gs
+from ansible.module_utils.sharing import cards
+from ansible.module_utils.sharing import mig_layout
+from ansible.module_utils.sharing import plans as gs
 
 LAYOUTS = yaml.safe_load(
     (pathlib.Path(__file__).parent / "sharing_corpus" / "mig_layouts.yaml").read_text())
@@ -21,14 +23,14 @@ def listing(name):
 
 
 def test_every_card_has_valid_and_invalid_layouts():
-    assert set(LAYOUTS) == set(gs.CARDS)
+    assert set(LAYOUTS) == set(cards.CARDS)
     for card, data in LAYOUTS.items():
         assert len(data["fits"]) >= 4 and len(data["refused"]) >= 3, card
 
 
 @pytest.mark.parametrize("card,layout,why", FITS, ids=["%s %s" % (c, l) for c, l, _ in FITS])
 def test_layout_fits(card, layout, why):
-    plan = gs.mig_plan(card, 2, layout)
+    plan = mig_layout.mig_plan(card, 2, layout)
     assert plan["isolation"] == "hardware"
     expected = {"nvidia.com/mig-" + p.replace("+", "."): 2 * n for p, n in layout.items()}
     assert plan["advertised_resources"] == expected
@@ -36,44 +38,44 @@ def test_layout_fits(card, layout, why):
     # the placement found uses every instance once and no memory slice twice
     used = []
     for profile, starts in plan["placement"].items():
-        size = gs.CARDS[card]["profiles"][profile]["placements"][0][1]
+        size = cards.CARDS[card]["profiles"][profile]["placements"][0][1]
         for start in starts:
             used.extend(range(start, start + size))
-    assert len(used) == len(set(used)) and max(used) < gs.CARDS[card]["memory_slices"]
+    assert len(used) == len(set(used)) and max(used) < cards.CARDS[card]["memory_slices"]
 
 
 @pytest.mark.parametrize("card,layout,profile,why", REFUSED,
                          ids=["%s %s" % (c, l) for c, l, _, _ in REFUSED])
 def test_layout_refused_names_profile_and_alternatives(card, layout, profile, why):
     with pytest.raises(gs.PlanError) as info:
-        gs.mig_plan(card, 1, layout)
+        mig_layout.mig_plan(card, 1, layout)
     text = info.value.message
     assert "no room for %s " % profile in text, text
     assert "Layouts that fit: {" in text
     suggested = text.split("Layouts that fit: ", 1)[1]
     for alternative in suggested.split("; "):
-        assert gs.place(gs.CARDS[card], yaml.safe_load(alternative))[0] is not None
+        assert mig_layout.place(cards.CARDS[card], yaml.safe_load(alternative))[0] is not None
 
 
 def test_single_strategy_rules():
-    plan = gs.mig_plan("A100-SXM4-40GB", 8, {"1g.5gb": 7}, "single")
+    plan = mig_layout.mig_plan("A100-SXM4-40GB", 8, {"1g.5gb": 7}, "single")
     assert plan["advertised_resources"] == {"nvidia.com/gpu": 56}
     with pytest.raises(gs.PlanError, match="more than one MIG device type present on node"):
-        gs.mig_plan("A100-SXM4-40GB", 1, {"3g.20gb": 1, "2g.10gb": 2}, "single")
+        mig_layout.mig_plan("A100-SXM4-40GB", 1, {"3g.20gb": 1, "2g.10gb": 2}, "single")
     with pytest.raises(gs.PlanError, match="device 0 has no MIG devices configured"):
-        gs.mig_plan("A100-SXM4-40GB", 1, {}, "single")
+        mig_layout.mig_plan("A100-SXM4-40GB", 1, {}, "single")
     with pytest.raises(gs.PlanError, match="advertises nothing"):
-        gs.mig_plan("A100-SXM4-40GB", 1, {"1g.5gb": 0}, "mixed")
+        mig_layout.mig_plan("A100-SXM4-40GB", 1, {"1g.5gb": 0}, "mixed")
 
 
 def test_unknown_card_and_profile_list_the_known_ones():
     with pytest.raises(gs.PlanError) as info:
-        gs.mig_plan("V100-SXM2-32GB", 1, {"1g.5gb": 1})
-    assert all(name in info.value.message for name in gs.CARDS)
+        mig_layout.mig_plan("V100-SXM2-32GB", 1, {"1g.5gb": 1})
+    assert all(name in info.value.message for name in cards.CARDS)
     with pytest.raises(gs.PlanError) as info:
-        gs.mig_plan("H100-SXM5-80GB", 1, {"1g.5gb": 1})
+        mig_layout.mig_plan("H100-SXM5-80GB", 1, {"1g.5gb": 1})
     assert "1g.10gb" in info.value.message and "'1g.5gb'" in info.value.message
-    assert gs.card("NVIDIA A100-SXM4-40GB")[0] == "A100-SXM4-40GB"
+    assert cards.card("NVIDIA A100-SXM4-40GB")[0] == "A100-SXM4-40GB"
 
 
 def test_plan_module_side_by_side(module_runner, tmp_path):
@@ -111,35 +113,35 @@ def test_plan_module_refusals(module_runner, tmp_path):
 @pytest.mark.parametrize("card,layout,engine,wanting,why", ENGINE_REFUSED,
                          ids=["%s %s" % (c, l) for c, l, _, _, _ in ENGINE_REFUSED])
 def test_layout_out_of_engines_names_the_engine_and_profiles(card, layout, engine, wanting, why):
-    spec = gs.CARDS[card]
-    assert gs.place(spec, layout)[0] is not None            # slices alone would fit
+    spec = cards.CARDS[card]
+    assert mig_layout.place(spec, layout)[0] is not None            # slices alone would fit
     with pytest.raises(gs.PlanError) as info:
-        gs.mig_plan(card, 1, layout)
+        mig_layout.mig_plan(card, 1, layout)
     text = info.value.message
     assert "%s decoder engines and a GPU has 1" % engine in text, text
     for profile in wanting:
         assert "%s wants 1" % profile in text, text
     suggested = text.split("Layouts that fit: ", 1)[1]
     for alternative in suggested.split("; "):
-        assert gs.fits(spec, yaml.safe_load(alternative)), alternative
+        assert mig_layout.fits(spec, yaml.safe_load(alternative)), alternative
 
 
 def test_me_profiles_one_per_gpu_where_the_card_says_so():
     # every +me profile of every card prints Total 1, and a GPU has one OFA for them
-    for card, spec in gs.CARDS.items():
+    for card, spec in cards.CARDS.items():
         for profile, entry in spec["profiles"].items():
             if profile.endswith("+me"):
                 assert entry["max_instances"] == 1, (card, profile)
     with pytest.raises(gs.PlanError, match="no room for 1g.12gb\\+me "):
-        gs.mig_plan("H100-NVL-94GB", 1, {"1g.12gb+me": 2})
-    plan = gs.mig_plan("A30-24GB", 2, {"2g.12gb+me": 1, "1g.6gb": 2})
+        mig_layout.mig_plan("H100-NVL-94GB", 1, {"1g.12gb+me": 2})
+    plan = mig_layout.mig_plan("A30-24GB", 2, {"2g.12gb+me": 1, "1g.6gb": 2})
     assert plan["engines_used_per_gpu"] == {"dec": 4, "enc": 0, "jpeg": 1, "ofa": 1, "ce": 4}
     assert plan["engines_per_gpu"] == {"dec": 4, "enc": 0, "jpeg": 1, "ofa": 1, "ce": 4}
 
 
 def test_memory_is_what_the_card_prints_with_its_source():
     # the headline of issue 22: an H200 1g.18gb slot holds 16.00 GiB, not 18
-    plan = gs.mig_plan("NVIDIA H200", 8, {"1g.18gb": 7})
+    plan = mig_layout.mig_plan("NVIDIA H200", 8, {"1g.18gb": 7})
     assert plan["guaranteed_memory_gib_per_slot"] == 16.0
     assert "mig-parted#120" in plan["memory_source"]
     for card, layout, memory in (("NVIDIA H100 80GB HBM3", {"3g.40gb": 2}, 39.5),
@@ -147,12 +149,12 @@ def test_memory_is_what_the_card_prints_with_its_source():
                                  ("NVIDIA H100 NVL", {"3g.47gb": 2}, 46.38),
                                  ("NVIDIA GH200 480GB", {"1g.12gb": 7}, 11.0),
                                  ("NVIDIA B200", {"1g.23gb": 7}, 22.0)):
-        plan = gs.mig_plan(card, 1, layout)
+        plan = mig_layout.mig_plan(card, 1, layout)
         assert plan["guaranteed_memory_gib_per_slot"] == memory, card
         assert plan["memory_source"].startswith(("tests/sharing_corpus/mig_listings/",
                                                  "NVIDIA/mig-parted#")), plan["memory_source"]
     # a value no listing printed says so
-    plan = gs.mig_plan("NVIDIA B200", 1, {"3g.90gb": 2})
+    plan = mig_layout.mig_plan("NVIDIA B200", 1, {"3g.90gb": 2})
     assert plan["guaranteed_memory_gib_per_slot"] == 90
     assert "nominal" in plan["memory_source_by_resource"]["nvidia.com/mig-3g.90gb"]
     assert "engines not checked" in plan["engines_note"]
@@ -160,7 +162,7 @@ def test_memory_is_what_the_card_prints_with_its_source():
 
 def test_plan_from_the_nodes_listing():
     # the A30's older driver prints 4g.24gb 23.50 and has no 2g.12gb+me
-    plan = gs.mig_plan("NVIDIA A30", 1, {"4g.24gb": 1},
+    plan = mig_layout.mig_plan("NVIDIA A30", 1, {"4g.24gb": 1},
                        profile_listing=listing("a30-older-driver.lgip.txt"),
                        placement_listing=listing("a30-older-driver.lgipp.txt"))
     assert plan["guaranteed_memory_gib_per_slot"] == 23.5
@@ -169,30 +171,30 @@ def test_plan_from_the_nodes_listing():
                                                  "mig_profile_listing line 15"}
     assert "Free below Total" in plan["listing_note"]          # it printed 0/1: in use
     with pytest.raises(gs.PlanError, match="has no MIG profile '2g.12gb\\+me'"):
-        gs.mig_plan("NVIDIA A30", 1, {"2g.12gb+me": 1},
+        mig_layout.mig_plan("NVIDIA A30", 1, {"2g.12gb+me": 1},
                     profile_listing=listing("a30-older-driver.lgip.txt"))
     # an H100 on driver 525 prints 9.62 where the table (another driver) has 9.75; the
     # placements come from the table by profile ID when no -lgipp is given
-    plan = gs.mig_plan("H100-SXM5-80GB", 2, {"1g.10gb": 7},
+    plan = mig_layout.mig_plan("H100-SXM5-80GB", 2, {"1g.10gb": 7},
                        profile_listing=listing("h100-80gb-525.125.06-gcp.lgip.txt"))
     assert plan["guaranteed_memory_gib_per_slot"] == 9.62
     assert plan["placement"] == {"1g.10gb": [0, 1, 2, 3, 4, 5, 6]}
     # many GPUs, the rest elided: GPU 0's rows and GPU 1's agree, the union is read
-    plan = gs.mig_plan("NVIDIA A100-SXM4-80GB", 8, {"7g.80gb": 1},
+    plan = mig_layout.mig_plan("NVIDIA A100-SXM4-80GB", 8, {"7g.80gb": 1},
                        profile_listing=listing("a100-sxm4-80gb-hgx.lgip.txt"))
     assert plan["guaranteed_memory_gib_per_slot"] == 78.75 and plan["listing_gpus"] == [0, 1]
     # a card not in the table, planned from both listings
-    plan = gs.mig_plan("lab-card-not-in-the-table", 1, {"3g.47gb": 2},
+    plan = mig_layout.mig_plan("lab-card-not-in-the-table", 1, {"3g.47gb": 2},
                        profile_listing=listing("h100-nvl-560.35.03.lgip.txt"),
                        placement_listing=listing("h100-nvl-560.35.03.lgipp.txt"))
     assert plan["guaranteed_memory_gib_per_slot"] == 46.38 and plan["placement"] == {
         "3g.47gb": [0, 4]}
     with pytest.raises(gs.PlanError, match="give mig_profile_listing and mig_placement_listing"):
-        gs.mig_plan("lab-card-not-in-the-table", 1, {"3g.47gb": 2},
+        mig_layout.mig_plan("lab-card-not-in-the-table", 1, {"3g.47gb": 2},
                     profile_listing=listing("h100-nvl-560.35.03.lgip.txt"))
     # engines from the listing: the A30 +me pair is refused there too
     with pytest.raises(gs.PlanError, match="JPEG decoder engines"):
-        gs.mig_plan("NVIDIA A30", 1, {"1g.6gb+me": 1, "2g.12gb+me": 1},
+        mig_layout.mig_plan("NVIDIA A30", 1, {"1g.6gb+me": 1, "2g.12gb+me": 1},
                     profile_listing=listing("a30-535.183.01.lgip.txt"),
                     placement_listing=listing("a30-535.183.01.lgipp.txt"))
 
@@ -203,7 +205,7 @@ def test_listing_of_two_different_cards_refused():
     line = len(h100.splitlines()) + 7
     with pytest.raises(gs.PlanError, match="shows profile 1g.10gb differently at line 7 .*9.75"
                                            ".* and line %d .*9.50" % line):
-        gs.mig_plan("H100-SXM5-80GB", 1, {"1g.10gb": 1}, profile_listing=h100 + other)
+        mig_layout.mig_plan("H100-SXM5-80GB", 1, {"1g.10gb": 1}, profile_listing=h100 + other)
 
 
 @pytest.mark.parametrize("name,card", [
@@ -221,20 +223,20 @@ def test_listing_of_two_different_cards_refused():
     ("NVIDIA GH200 144G HBM3e", "GH200-144GB"), ("NVIDIA B200", "B200-180GB"),
 ])
 def test_card_names_as_nvidia_smi_and_gfd_print_them(name, card):
-    assert gs.card(name)[0] == card
+    assert cards.card(name)[0] == card
     plans, _table = gs.sharing_plan(name, 1, timeslicing_replicas=2)
     assert plans[0]["gpu_model"] == card
 
 
 def test_every_table_name_resolves_and_unknown_lists_them():
-    for card, spec in gs.CARDS.items():
-        assert gs.card(card)[0] == card and gs.card(card.lower())[0] == card
+    for card, spec in cards.CARDS.items():
+        assert cards.card(card)[0] == card and cards.card(card.lower())[0] == card
         for name in spec["names"]:
-            assert gs.card(name)[0] == card
-            assert gs.card(name.replace(" ", "-"))[0] == card          # GFD's label form
+            assert cards.card(name)[0] == card
+            assert cards.card(name.replace(" ", "-"))[0] == card          # GFD's label form
     with pytest.raises(gs.PlanError) as info:
-        gs.card("NVIDIA H20")
-    for card, spec in gs.CARDS.items():
+        cards.card("NVIDIA H20")
+    for card, spec in cards.CARDS.items():
         assert card in info.value.message and all(n in info.value.message for n in spec["names"])
 
 
@@ -258,7 +260,7 @@ def test_mps_limit_from_nvml_total_per_client_process():
 
 
 def test_b200_profile_name_forms():
-    plan = gs.mig_plan("NVIDIA B200", 1, {"1g.24gb": 7})
+    plan = mig_layout.mig_plan("NVIDIA B200", 1, {"1g.24gb": 7})
     assert plan["mig_devices"] == {"1g.23gb": 7} and plan["profile_names"] == {
         "1g.24gb": "1g.23gb"}
 
@@ -313,13 +315,13 @@ def test_readme_sharing_table_is_what_the_module_says():
 def test_listings_that_do_not_belong_together_are_refused():
     with pytest.raises(gs.PlanError, match="no placement for profile ID 6 \\(2g.12gb\\+me, "
                                            "mig_profile_listing line 16\\)"):
-        gs.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
+        mig_layout.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
                     profile_listing=listing("a30-535.183.01.lgip.txt"),
                     placement_listing=listing("a30-older-driver.lgipp.txt"))
     with pytest.raises(gs.PlanError, match="mig_placement_listing needs mig_profile_listing"):
-        gs.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
+        mig_layout.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
                     placement_listing=listing("a30-535.183.01.lgipp.txt"))
     with pytest.raises(gs.PlanError, match="mig_placement_listing line 2 cannot be read"):
-        gs.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
+        mig_layout.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
                     profile_listing=listing("a30-535.183.01.lgip.txt"),
                     placement_listing=listing("a30-535.183.01.lgip.txt"))

@@ -111,10 +111,10 @@ def listed(root, env=None):
 # ---- the card table: one source of truth ----
 
 def test_card_table_is_generated_from_gpu_sharing():
-    from ansible.module_utils import gpu_sharing as gs
-    assert (MOCK_SRC / "cards.tsv").read_text() == gen_cards.table(gs.CARDS), \
+    from ansible.module_utils.sharing import cards
+    assert (MOCK_SRC / "cards.tsv").read_text() == gen_cards.table(cards.CARDS), \
         "roles/gpu_stack/files/nvml_mock/cards.tsv is stale: run gen_cards.py > cards.tsv"
-    rows = {r[0]: r for r in gen_cards.rows(gs.CARDS)}
+    rows = {r[0]: r for r in gen_cards.rows(cards.CARDS)}
     assert rows["A100-SXM4-40GB"][1:4] == ("NVIDIA A100-SXM4-40GB", 40960, "8.0")
 
 

@@ -12,7 +12,7 @@ import jinja2
 import pytest
 import yaml
 
-import containerd_loader as cc
+from ansible.module_utils.containerd import merge as cm
 import containerd_merge
 from test_gpu_stack import ROOT, driver_root, gpu_cdi_spec, listed, mock_build, nvidia_binary  # noqa: F401
 
@@ -87,8 +87,8 @@ def test_nvidia_ctk_writes_a_dropin_that_survives_containerd_1_6(tmp_path, modul
     rewritten = main.read_text()
     assert "# containerd main config" not in rewritten
     assert re.findall(r"^imports = (.*)$", rewritten, re.M) == [json.dumps([str(tmp_path / "conf.d/*.toml")])]
-    assert cc.runtimes_in_dump(dump(containerd_oracle, main)) == ["nvidia", "runc"]
-    assert cc.runtimes_in_dump(dump(containerd2_oracle, main)) == ["nvidia", "runc"]
+    assert cm.runtimes_in_dump(dump(containerd_oracle, main)) == ["nvidia", "runc"]
+    assert cm.runtimes_in_dump(dump(containerd2_oracle, main)) == ["nvidia", "runc"]
     for version in ("1.6.20", "2.2.0"):
         judged = merge(module_runner, main, version)
         assert judged["predicted_runtimes"] == ["nvidia", "runc"], (version, judged["findings"])
@@ -101,9 +101,9 @@ def test_the_seeds_dropin_loses_runc_on_containerd_1_6(tmp_path, module_runner, 
     replaces the CRI section with it (runc gone, default_runtime_name runc dangling), 2.2.0 merges."""
     main = step1(tmp_path)
     seed_dropin(tmp_path)
-    assert cc.runtimes_in_dump(dump(containerd_oracle, main)) == ["nvidia"]
+    assert cm.runtimes_in_dump(dump(containerd_oracle, main)) == ["nvidia"]
     assert merge(module_runner, main, "1.6.20")["predicted_runtimes"] == ["nvidia"]
-    assert cc.runtimes_in_dump(dump(containerd2_oracle, main)) == ["nvidia", "runc"]
+    assert cm.runtimes_in_dump(dump(containerd2_oracle, main)) == ["nvidia", "runc"]
     assert merge(module_runner, main, "2.2.0")["predicted_runtimes"] == ["nvidia", "runc"]
 
 
@@ -115,7 +115,7 @@ def test_nvidia_ctk_over_the_seeds_dropin_replaces_it(tmp_path, module_runner, c
     before = seed.read_text()
     configure(main)
     assert seed.read_text() != before and "[%s.containerd.runtimes.runc]" % CRI in seed.read_text()
-    assert cc.runtimes_in_dump(dump(containerd_oracle, main)) == ["nvidia", "runc"]
+    assert cm.runtimes_in_dump(dump(containerd_oracle, main)) == ["nvidia", "runc"]
     assert merge(module_runner, main, "1.6.20")["predicted_runtimes"] == ["nvidia", "runc"]
 
 

@@ -9,7 +9,9 @@ import pytest
 
 import gpu_bundle_collect
 import gpu_bundle_node
-from ansible.module_utils import gpu_support_bundle as gsb
+from ansible.module_utils.bundle import cluster_side
+from ansible.module_utils.bundle import contents
+from ansible.module_utils.bundle import node_side
 
 NODE_DEFAULTS = dict(nvidia_smi="nvidia-smi", driver_root="", crictl="crictl", crictl_endpoint="",
                      containerd="containerd", containerd_config="", containerd_log="", containerd_unit="containerd",
@@ -25,10 +27,10 @@ def script(path, body):
 
 def test_a_node_without_any_tool_gives_no_file_and_says_why(tmp_path, monkeypatch, module_runner):
     monkeypatch.setenv("PATH", str(tmp_path))            # nothing installed
-    monkeypatch.setattr(gsb.node_commands, "which", lambda name: None)
+    monkeypatch.setattr(node_side.node_commands, "which", lambda name: None)
     out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none")}, check_mode=True)
     assert not out["failed"] and out["files"] == {} and not out["changed"]
-    assert set(out["index"]) == set(gsb.NODE_FILES)
+    assert set(out["index"]) == set(contents.NODE_FILES)
     assert all(e["status"] == "missing" and e["reason"] for e in out["index"].values())
     assert "not installed" in out["index"]["nvidia-smi.txt"]["reason"]
 
@@ -42,8 +44,8 @@ def test_a_failing_driver_keeps_its_words_and_skips_what_needs_it(tmp_path, monk
     script(tools / "journalctl", '[ "$*" = "-k -b --no-pager" ] && echo "Dec 01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, '
                                  'pid=0, GPU has fallen off the bus." && exit 0\nexit 1\n')
     monkeypatch.setenv("PATH", str(tools))
-    monkeypatch.setattr(gsb.node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
-    found = gsb.collect_node(dict(NODE_DEFAULTS))
+    monkeypatch.setattr(node_side.node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
+    found = node_side.collect_node(dict(NODE_DEFAULTS))
     assert b"version mismatch" in found["files"]["nvidia-smi.txt"] and b"550.90" in found["files"]["nvidia-smi.txt"]
     assert found["index"]["nvidia-smi.txt"]["rc"] == 18
     query = found["index"]["nvidia-smi-query.csv"]
@@ -61,23 +63,23 @@ def test_systemctl_without_systemd_says_nothing_about_fabric_manager(tmp_path, m
     tools.mkdir()
     script(tools / "systemctl", "echo 'System has not been booted with systemd as init system (PID 1). Can'\\''t operate.'\n"
                                 "echo 'Failed to connect to bus: Host is down'\nexit 1\n")
-    monkeypatch.setattr(gsb.node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
-    found = gsb.collect_node(dict(NODE_DEFAULTS))
+    monkeypatch.setattr(node_side.node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
+    found = node_side.collect_node(dict(NODE_DEFAULTS))
     entry = found["index"]["fabric-manager.txt"]
     assert "fabric-manager.txt" not in found["files"] and entry["status"] == "failed" and entry["rc"] == 1
     assert "not been booted with systemd" in entry["reason"]
     script(tools / "systemctl", "echo '* nvidia-fabricmanager.service - NVIDIA fabric manager service'\n"
                                 "echo '     Active: failed (Result: exit-code)'\nexit 3\n")
-    found = gsb.collect_node(dict(NODE_DEFAULTS))
+    found = node_side.collect_node(dict(NODE_DEFAULTS))
     assert b"Active: failed" in found["files"]["fabric-manager.txt"]
     script(tools / "systemctl", "echo 'Unit nvidia-fabricmanager.service could not be found.'\nexit 4\n")
-    assert gsb.collect_node(dict(NODE_DEFAULTS))["index"]["fabric-manager.txt"]["status"] == "missing"
+    assert node_side.collect_node(dict(NODE_DEFAULTS))["index"]["fabric-manager.txt"]["status"] == "missing"
 
 
 def test_long_output_keeps_its_end(tmp_path):
     log = tmp_path / "containerd.log"
     log.write_text("".join("line %05d\n" % i for i in range(1000)))
-    found = gsb.collect_node(dict(NODE_DEFAULTS, containerd_log=str(log), nvidia_smi=str(tmp_path / "none"),
+    found = node_side.collect_node(dict(NODE_DEFAULTS, containerd_log=str(log), nvidia_smi=str(tmp_path / "none"),
                                   crictl=str(tmp_path / "none"), containerd=str(tmp_path / "none")))
     data = found["files"]["containerd.log"]
     assert len(data) <= 1024 and data.endswith(b"line 00999\n") and data.startswith(b"line ")
@@ -85,19 +87,19 @@ def test_long_output_keeps_its_end(tmp_path):
 
 
 def test_redaction_keeps_names_and_references():
-    red = gsb.Redactions()
+    red = cluster_side.Redactions()
     pod = {"metadata": {"name": "p", "namespace": "ml", "managedFields": [{"manager": "kubectl"}],
-                        "annotations": {gsb.LAST_APPLIED: '{"value": "s3cret"}'}},
+                        "annotations": {contents.LAST_APPLIED: '{"value": "s3cret"}'}},
            "spec": {"initContainers": [{"name": "i", "env": [{"name": "A", "value": "s3cret"}]}],
                     "containers": [{"name": "c", "env": [{"name": "B", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}}
-    gsb.redact("Pod", pod, red)
+    cluster_side.redact("Pod", pod, red)
     assert "s3cret" not in json.dumps(pod) and "managedFields" not in pod["metadata"]
     assert pod["spec"]["initContainers"][0]["env"] == [{"name": "A", "value": "<redacted>"}]
     assert pod["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "s"
     cm = {"metadata": {"name": "x", "namespace": "ml"}, "data": {"k": "v"}, "binaryData": {"b": "AAA="}}
-    assert gsb.redact("ConfigMap", cm, red)["data"] == {"k": "<redacted>"} and cm["binaryData"] == {"b": "<redacted>"}
+    assert cluster_side.redact("ConfigMap", cm, red)["data"] == {"k": "<redacted>"} and cm["binaryData"] == {"b": "<redacted>"}
     kept = {"metadata": {"name": "plugin", "namespace": "gpu-operator"}, "data": {"config.yaml": "version: v1"}}
-    assert gsb.redact("ConfigMap", kept, red, keep_configmap=True)["data"] == {"config.yaml": "version: v1"}
+    assert cluster_side.redact("ConfigMap", kept, red, keep_configmap=True)["data"] == {"config.yaml": "version: v1"}
     assert red.as_dict()["configmaps"] == ["ml/x"] and red.env_values == 1 and red.last_applied == 1
 
 
@@ -106,28 +108,28 @@ def test_stack_pods_and_the_configmaps_they_use():
              "spec": {"volumes": [{"name": "v", "configMap": {"name": "dp-config"}}], "containers": []}},
             {"metadata": {"name": "b", "namespace": "ml", "labels": {"app": "web"}}, "spec": {}},
             {"metadata": {"name": "c", "namespace": "gpu-operator"}, "spec": {}}]
-    stack = gsb.stack_pods(pods, gsb.STACK_NAMESPACES, gsb.STACK_SELECTORS)
+    stack = cluster_side.stack_pods(pods, contents.STACK_NAMESPACES, contents.STACK_SELECTORS)
     assert [p["metadata"]["name"] for p in stack] == ["a", "c"]
-    assert gsb.referenced_configmaps(pods[0]) == {("kube-system", "dp-config")}
-    assert gsb.matches({"a": "1"}, gsb.parse_selector("a=1,!b")) and not gsb.matches({"a": "1", "b": ""}, gsb.parse_selector("a=1,!b"))
-    with pytest.raises(gsb.BundleError):
-        gsb.parse_selector(" , ")
+    assert cluster_side.referenced_configmaps(pods[0]) == {("kube-system", "dp-config")}
+    assert cluster_side.matches({"a": "1"}, cluster_side.parse_selector("a=1,!b")) and not cluster_side.matches({"a": "1", "b": ""}, cluster_side.parse_selector("a=1,!b"))
+    with pytest.raises(contents.BundleError):
+        cluster_side.parse_selector(" , ")
 
 
 def test_the_folder_rules(tmp_path):
     dest = tmp_path / "b"
-    assert gsb.existing(str(dest)) is None
-    gsb.write(str(dest), {"bundle.json": gsb.dumps({"format": gsb.FORMAT}), "cluster/nodes.json": b"{}"})
-    assert gsb.existing(str(dest))["format"] == gsb.FORMAT
+    assert contents.existing(str(dest)) is None
+    contents.write(str(dest), {"bundle.json": cluster_side.dumps({"format": contents.FORMAT}), "cluster/nodes.json": b"{}"})
+    assert contents.existing(str(dest))["format"] == contents.FORMAT
     assert oct(os.stat(dest / "cluster/nodes.json").st_mode & 0o777) == "0o600"
-    gsb.write(str(dest), {"bundle.json": gsb.dumps({"format": gsb.FORMAT, "n": 2})})   # replaced whole
+    contents.write(str(dest), {"bundle.json": cluster_side.dumps({"format": contents.FORMAT, "n": 2})})   # replaced whole
     assert sorted(os.listdir(dest)) == ["bundle.json"] and sorted(os.listdir(tmp_path)) == ["b"]
     (tmp_path / "file").write_text("x")
     for bad, words in ((tmp_path / "file", "not a folder"), (tmp_path, "not a support bundle")):
-        with pytest.raises(gsb.BundleError, match=words):
-            gsb.existing(str(bad))
-    with pytest.raises(gsb.BundleError):
-        gsb.write(str(tmp_path / "c"), {"../escape": b"x"})
+        with pytest.raises(contents.BundleError, match=words):
+            contents.existing(str(bad))
+    with pytest.raises(contents.BundleError):
+        contents.write(str(tmp_path / "c"), {"../escape": b"x"})
     assert not (tmp_path / "escape").exists() and not (tmp_path / "c").exists()
 
 
@@ -160,7 +162,7 @@ def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, contain
     """The drop-in written, containerd not restarted: crictl-info.json (the running daemon) keeps
     runc only while containerd-config-dump.toml (the files) lists nvidia - and the bundle reader
     makes restart_pending of them. The daemon gone: no crictl-info.json, crictl's words kept."""
-    from ansible.module_utils.gpu_diagnosis import sources as gpu_sources
+    from ansible.module_utils.diagnosis import bundle_source
     d, endpoint, proc = daemon
     args = {"crictl": crictl, "crictl_endpoint": endpoint, "containerd": containerd_oracle,
             "containerd_config": str(d / "config.toml"), "containerd_log": str(d / "containerd.log"),
@@ -178,7 +180,7 @@ def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, contain
     folder.mkdir(parents=True)
     for name, data in files.items():
         (folder / name).write_bytes(data)
-    facts = gpu_sources.bundle_node_facts(str(folder), index=out["index"])
+    facts = bundle_source.bundle_node_facts(str(folder), index=out["index"])
     assert facts["restart_pending"] is True and facts["runtimes_running"] == ["runc"]
     proc.terminate()
     proc.wait(timeout=20)
@@ -196,13 +198,13 @@ def test_a_real_bundle_of_the_lab_real_node(module_runner):
     import gpu_diagnose
     root = pathlib.Path(__file__).resolve().parent / "bundle_corpus/lab-node-1-incident"
     index = json.loads((root / "bundle.json").read_text())
-    assert index["format"] == gsb.FORMAT and index["nodes"] == ["lab-node-1"]
+    assert index["format"] == contents.FORMAT and index["nodes"] == ["lab-node-1"]
     for rel, entry in index["files"].items():
         assert (root / rel).is_file() == (entry["status"] == "collected"), rel
-    assert {"nodes/lab-node-1/" + n for n in gsb.NODE_FILES} <= set(index["files"])
+    assert {"nodes/lab-node-1/" + n for n in contents.NODE_FILES} <= set(index["files"])
     pods = json.loads((root / "cluster/pods.json").read_text())["items"]
     values = [e["value"] for p in pods for c in p["spec"]["containers"] for e in c.get("env") or [] if "value" in e]
-    assert set(values) <= {gsb.REDACTED}       # (the lab's Pods carry few env values; the cluster test plants them)
+    assert set(values) <= {contents.REDACTED}       # (the lab's Pods carry few env values; the cluster test plants them)
     running = json.loads((root / "nodes/lab-node-1/crictl-info.json").read_text())["config"]["containerd"]
     assert sorted(running["runtimes"]) == ["runc"]
     out = module_runner(gpu_diagnose.main, {"bundle": str(root), "node": "lab-node-1"})

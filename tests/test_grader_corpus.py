@@ -14,8 +14,8 @@ import sys
 import pytest
 import yaml
 
-from ansible.module_utils.gpu_diagnosis.layers import LAYERS
-from ansible.module_utils.lab_grader import SETTINGS, Grader
+from ansible.module_utils.diagnosis.layers import LAYERS
+from ansible.module_utils.grader.grade import SETTINGS, Grader
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = pathlib.Path(__file__).parent / "trainee"
@@ -212,7 +212,7 @@ def test_module_utils_hold_no_copy_of_what_the_lab_deploys():
     values = [str(role["rollout_stall_" + k]) for k in ("initial_image", "update_image", "initial_memory",
                                                         "update_memory")]
     values.append(lab["lab_nvidia_dropin"]["runtimes"]["nvidia"]["options"]["BinaryName"])
-    for source in (ROOT / "module_utils/lab_grader").glob("*.py"):
+    for source in (ROOT / "module_utils/grader").glob("*.py"):
         text = source.read_text()
         assert not [v for v in values if v in text], source
 

@@ -6,7 +6,7 @@ import pytest
 import containerd_merge
 import lab_grade
 import text_files
-from ansible.module_utils.lab_kube import KubeconfigError, load_kubeconfig
+from ansible.module_utils.kube.client import KubeconfigError, load_kubeconfig
 
 PYTHON_WORDS = ("Traceback", "AttributeError", "TypeError", "KeyError", "object has no attribute",
                 "ValueError", "UnicodeDecodeError")

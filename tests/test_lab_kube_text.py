@@ -10,7 +10,7 @@ import threading
 import pytest
 import yaml
 
-from ansible.module_utils import lab_kube
+from ansible.module_utils.kube import client as lab_kube
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

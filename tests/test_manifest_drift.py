@@ -1,7 +1,7 @@
 """manifest_drift: what counts as a difference (its cluster reads are in tests/cluster/)."""
 import pytest
 import manifest_drift
-from ansible.module_utils.manifest_compare import differences
+from ansible.module_utils.kube.compare import differences
 
 LIVE_DS = {
     "metadata": {"name": "t", "namespace": "gpu-operator", "uid": "1", "generation": 2,
@@ -63,8 +63,8 @@ def test_definitions_must_be_manifests(module_runner, tmp_path):
 
 def test_a_pod_refused_for_a_service_account_not_made_yet_is_posted_again_once_it_exists():
     """kube-apiserver's words when a Pod comes right after its namespace (seen on this lab)."""
-    from ansible.module_utils import manifest_apply
-    from ansible.module_utils.lab_kube import KubeError
+    from ansible.module_utils.kube import apply as manifest_apply
+    from ansible.module_utils.kube.client import KubeError
 
     class Kube:
         def __init__(self, appears_after):

@@ -1,7 +1,7 @@
 """node_resources: input validation (its cluster behaviour is in Molecule's step6)."""
 import node_resources
 import pytest
-from ansible.module_utils import node_status
+from ansible.module_utils.kube import nodes as node_status
 
 
 def test_non_integer_extended_resource_is_refused(module_runner, tmp_path):
@@ -55,7 +55,7 @@ def test_node_body_names_the_node_and_carries_the_amounts():
 
 
 def test_each_keeps_order_and_reports_errors_per_item():
-    from ansible.module_utils.lab_kube import Kube, KubeError
+    from ansible.module_utils.kube.client import Kube, KubeError
     kube = Kube.__new__(Kube)
     kube._conn, kube._resources = None, {}
     seen = set()
@@ -100,7 +100,7 @@ def node(name, ready, version="9"):
 
 
 def test_wait_ready_lists_once_then_follows_the_watch():
-    from ansible.module_utils.lab_kube import KubeError
+    from ansible.module_utils.kube.client import KubeError
     kube = FakeKube([node("a", False), node("b", True)],
                     [KubeError(410, "Gone", "too old"),  # the version is gone: list again
                      [("MODIFIED", node("b", True, "11")), ("BOOKMARK", {"metadata": {"resourceVersion": "12"}})],

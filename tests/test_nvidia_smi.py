@@ -1,4 +1,4 @@
-"""Finding and judging nvidia-smi (module_utils/nvidia_smi.py, module gpu_driver_version).
+"""Finding and judging nvidia-smi (module_utils/node/nvidia_smi.py, module gpu_driver_version).
 
 The failure texts and exit codes are nvidia-smi's own: "NVIDIA-SMI has failed because it
 couldn't communicate with the NVIDIA driver" (exit 9, NVIDIA/gpu-operator and
@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 import gpu_driver_version
-from ansible.module_utils import nvidia_smi as ns
+from ansible.module_utils.node import nvidia_smi as ns
 
 
 def fake(path, body):

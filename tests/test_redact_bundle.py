@@ -26,8 +26,10 @@ import yaml
 import gpu_bundle_collect
 import gpu_bundle_node
 import gpu_diagnose
-from ansible.module_utils import gpu_support_bundle as gsb
+from ansible.module_utils.bundle import contents
+from ansible.module_utils.bundle import node_side as bundle_node
 from ansible.module_utils.bundle import redact as br
+from ansible.module_utils.bundle import redact_rules
 
 try:
     import tomllib
@@ -42,7 +44,7 @@ import plant_secrets  # noqa: E402
 PLANTED = plant_secrets.PLANTED
 PLANTED_DIR = CORPUS / "lab-node-1-planted-secrets"
 BUNDLES = sorted(p.name for p in CORPUS.iterdir() if (p / "bundle.json").is_file())
-M = br.MARKER
+M = redact_rules.MARKER
 
 
 def files_of(folder):
@@ -275,7 +277,7 @@ def test_user_rules_add_to_the_built_in_ones_and_never_show_their_values():
     (["abcd"], "redact[0] must be a mapping"),
 ])
 def test_a_bad_rule_is_refused_naming_it_and_the_fix(rules, words):
-    with pytest.raises(br.RedactError) as refused:
+    with pytest.raises(redact_rules.RedactError) as refused:
         br.Redactor(rules)
     assert words in refused.value.message
 
@@ -288,7 +290,7 @@ def test_a_bad_rule_stops_the_node_side_before_any_command_runs(tmp_path, monkey
         (tools / name).write_text("#!/bin/sh\necho %s >> %s\n" % (name, ran))
         (tools / name).chmod(0o755)
     monkeypatch.setenv("PATH", str(tools))
-    monkeypatch.setattr(gsb.node_commands, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    monkeypatch.setattr(bundle_node.node_commands, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
     out = module_runner(gpu_bundle_node.main, {"redact": [{"name": "t", "regex": "(unclosed"}], "driver_root": ""})
     assert out["failed"] and "rule t" in out["msg"] and "does not compile" in out["msg"]
     assert "nothing was collected" in out["msg"] and "gpu_support_bundle_redact" in out["msg"]
@@ -328,7 +330,7 @@ def planted_cluster():
             pod["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = \
                 json.dumps({"env": "planted-last-applied-10"})
     lists = {"/api/v1/pods": pods}
-    for rel, path, _v, _k, _c in gsb.CLUSTER_FILES:
+    for rel, path, _v, _k, _c in contents.CLUSTER_FILES:
         if path not in lists:
             lists[path] = json.loads((PLANTED_DIR / rel).read_text())["items"]
     log = (PLANTED_DIR / "logs/kube-system/nvidia-device-plugin-daemonset-k7ndp.log").read_text()
@@ -343,7 +345,7 @@ def node_side(module_runner, tmp_path, monkeypatch, rules):
     for name, source in (("crictl", "crictl-info.json"), ("containerd", "containerd-config-dump.toml")):
         (tools / name).write_text("#!/bin/sh\ncat %s\n" % (node / source))
         (tools / name).chmod(0o755)
-    monkeypatch.setattr(gsb.node_commands, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    monkeypatch.setattr(bundle_node.node_commands, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
     out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none"), "kubelet_log":
                                                str(node / "kubelet.log"), "containerd_log": str(node / "containerd.log"),
                                                "node_name": "lab-node-1", "redact": rules}, check_mode=True)
@@ -358,7 +360,7 @@ def test_a_bundle_from_the_collector_holds_no_planted_value_in_any_byte(tmp_path
     travelled = json.dumps(node).encode() + b"".join(base64.b64decode(v) for v in node["files"].values())
     assert leaks(travelled) == [], "the node side sends secrets to the controller"
     assert node["redactions"]["files"]["crictl-info.json"] == {"registry-auth": 6, "registry-header": 1}
-    monkeypatch.setattr("ansible.module_utils.lab_kube.client", lambda kubeconfig, context=None: planted_cluster())
+    monkeypatch.setattr("ansible.module_utils.kube.client.client", lambda kubeconfig, context=None: planted_cluster())
     dest = tmp_path / "bundle"
     out = module_runner(gpu_bundle_collect.main, {
         "kubeconfig": "unused", "dest": str(dest), "archive": True, "redact": rules,
@@ -408,7 +410,7 @@ def test_a_bundle_from_the_collector_holds_no_planted_value_in_any_byte(tmp_path
 
 
 def test_the_archive_is_kept_like_the_folder(tmp_path, monkeypatch, module_runner):
-    monkeypatch.setattr("ansible.module_utils.lab_kube.client", lambda kubeconfig, context=None: planted_cluster())
+    monkeypatch.setattr("ansible.module_utils.kube.client.client", lambda kubeconfig, context=None: planted_cluster())
     dest = tmp_path / "b"
     archive = tmp_path / "b.tar.gz"
     archive.write_bytes(b"mine")

@@ -15,7 +15,7 @@ import urllib.parse
 import pytest
 
 import gpu_diagnose
-from ansible.module_utils.gpu_diagnosis.verdict import LAYERS
+from ansible.module_utils.diagnosis.verdict import LAYERS
 from ansible.module_utils.report import render
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """Rollout judgment: the blocker from real scheduler messages, and the wait."""
 import pytest
 
-import rollout as ro
+from ansible.module_utils.kube import rollout as ro
 
 # messages as kube-scheduler v1.36.3 wrote them on this project's kwok cluster
 MEMORY_136 = ("0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't satisfy plugin(s) "

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 
-import device_plugin_sharing as ts
+from ansible.module_utils.sharing import device_plugin as ts
 
 CASES = yaml.safe_load((pathlib.Path(__file__).parent / "sharing_corpus" / "cases.yaml").read_text())
 
@@ -71,8 +71,8 @@ def test_recorded_values_against_plugin_binary(case, tmp_path):
 
 # --- real `nvidia-smi mig -lgip` / `-lgipp` listings (tests/sharing_corpus/mig_listings) ---
 
-import mig_listing  # noqa: E402
-import gpu_sharing as gs  # noqa: E402
+from ansible.module_utils.sharing import mig_listing  # noqa: E402
+from ansible.module_utils.sharing import cards  # noqa: E402
 
 LISTING_DIR = pathlib.Path(__file__).parent / "sharing_corpus" / "mig_listings"
 SOURCES = yaml.safe_load((LISTING_DIR / "sources.yaml").read_text())
@@ -82,10 +82,10 @@ LISTINGS = sorted(p.name for p in LISTING_DIR.glob("*.txt"))
 def test_every_listing_has_its_source_and_every_card_a_listing():
     assert set(SOURCES) == set(LISTINGS)
     for name, entry in SOURCES.items():
-        assert entry["source"] and entry["driver"] and entry["card"] in gs.CARDS, name
+        assert entry["source"] and entry["driver"] and entry["card"] in cards.CARDS, name
         assert ("memory" in entry) == name.endswith(".lgip.txt"), name
     with_listing = {e["card"] for e in SOURCES.values() if e["table"]}
-    for card, spec in gs.CARDS.items():
+    for card, spec in cards.CARDS.items():
         # a card with no listing says so in its source (H100 PCIe: the MIG user guide only)
         assert card in with_listing or "no H100 PCIe listing" in spec["source"], card
 
@@ -110,7 +110,7 @@ def test_listing_reads_as_printed(name):
 def test_table_carries_the_listing(name):
     """The built-in table holds what the listing prints, profile by profile."""
     text = (LISTING_DIR / name).read_text()
-    card = gs.CARDS[SOURCES[name]["card"]]
+    card = cards.CARDS[SOURCES[name]["card"]]
     if name.endswith(".lgipp.txt"):
         for gpu, per_id in mig_listing.parse_lgipp(text, source=name)["gpus"].items():
             for profile_id, placements in per_id.items():
@@ -123,7 +123,7 @@ def test_table_carries_the_listing(name):
             assert "source" not in entry, (name, profile)      # printed, not from elsewhere
             assert (entry["id"], entry["max_instances"], entry["memory_gib"], entry["sm"]) == \
                 (row["id"], row["total"], row["memory_gib"], row["sm"]), (name, profile)
-            assert entry["engines"] == {e: row[e] for e in gs.ENGINES}, (name, profile)
+            assert entry["engines"] == {e: row[e] for e in cards.ENGINES}, (name, profile)
 
 
 def test_table_values_not_printed_say_where_they_come_from():
@@ -133,7 +133,7 @@ def test_table_values_not_printed_say_where_they_come_from():
             got = mig_listing.parse_lgip((LISTING_DIR / name).read_text(), source=name)
             for profiles in got["gpus"].values():
                 printed.setdefault(SOURCES[name]["card"], set()).update(profiles)
-    for card, spec in gs.CARDS.items():
+    for card, spec in cards.CARDS.items():
         for profile, entry in spec["profiles"].items():
             if profile not in printed.get(card, ()):
                 assert entry["source"].startswith("no listing row retrieved: "), (card, profile)

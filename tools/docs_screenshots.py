@@ -11,7 +11,7 @@ lab-node-1-incident: the drop-in on disk, containerd never restarted). board.png
 (started by roles/lab_board/files/lab_board.py on a free loopback port, stopped afterwards)
 following a state folder - by default one this script writes in a temp folder: that bundle's
 diagnosis, a grade report in grade.yml's shape, a drill record in drill.yml's, and a class
-table written by module_utils/classroom.py (classroom-grade.yml's code) for three trainees:
+table written by module_utils/grader/classroom.py (classroom-grade.yml's code) for three trainees:
 one graded on the real node, one on the kwok-only fallback, one unreachable.
 """
 import argparse
@@ -34,9 +34,9 @@ import ansible.module_utils  # noqa: E402
 
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 
-from ansible.module_utils import classroom  # noqa: E402
-from ansible.module_utils.gpu_diagnosis.sources import open_bundle  # noqa: E402
-from ansible.module_utils.gpu_diagnosis.walk import Diagnosis  # noqa: E402
+from ansible.module_utils.grader import classroom  # noqa: E402
+from ansible.module_utils.diagnosis.bundle_source import open_bundle  # noqa: E402
+from ansible.module_utils.diagnosis.walk import Diagnosis  # noqa: E402
 from ansible.module_utils.report.render import diagnosis_html  # noqa: E402
 from headless_chromium import Chromium  # noqa: E402
 

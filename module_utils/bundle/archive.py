@@ -23,7 +23,7 @@ import tarfile
 import tempfile
 import time
 
-from ansible.module_utils.lab_errors import LabError
+from ansible.module_utils.lab.refusals import LabError
 
 MAX_MEMBERS = 100000
 MAX_BYTES = 4 * 1024 * 1024 * 1024

@@ -176,7 +176,7 @@ class Board(object):
 
     def kube(self):
         if self._kube is None and self.settings.kubeconfig:
-            from ansible.module_utils.lab_kube import Kube
+            from ansible.module_utils.kube.client import Kube
             self._kube = Kube(self.settings.kubeconfig, timeout=5)
         return self._kube
 

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 
+from ansible.module_utils.lab.wait import WaitTimeout, wait_until
 from ansible.module_utils.report.board import HOST, Board, BoardServer, Settings
 
 PID_FILE = "board.pid"
@@ -158,15 +159,16 @@ def write_atomic(path, text):
 
 
 def wait_for(what, check, seconds):
-    """check() until it returns a true value, for at most `seconds`; ControlError names what."""
-    deadline = time.monotonic() + seconds
-    while True:
+    """check() until it returns a true value, for at most `seconds` (lab/wait.py); ControlError
+    names what."""
+    def look(_left):
         value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise ControlError("waited %.0f s for %s" % (seconds, what))
-        time.sleep(POLL)  # poll interval of the bounded wait above
+        return bool(value), value
+
+    try:
+        return wait_until(what, look, seconds, interval=POLL)[0]
+    except WaitTimeout:
+        raise ControlError("waited %.0f s for %s" % (seconds, what))
 
 
 def log_tail(state_dir, lines=5):

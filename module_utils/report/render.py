@@ -15,8 +15,8 @@ import re
 
 from urllib.parse import quote
 
-from ansible.module_utils.gpu_diagnosis.verdict import LAYERS
-from ansible.module_utils.lab_errors import LabError
+from ansible.module_utils.diagnosis.verdict import LAYERS
+from ansible.module_utils.lab.refusals import LabError
 from ansible.module_utils.report.templates import BOARD_SCRIPT, STYLE, TEMPLATES
 
 try:
@@ -210,7 +210,7 @@ def board_script():
 def write_diagnosis_html(module, result, dest, bundle=None):
     """gpu_diagnose's html option: write the page to ``dest`` when it differs (check mode writes
     nothing; --diff shows it). What to merge into the module's result: html {dest, changed}."""
-    from ansible.module_utils.lab_files import write_text
+    from ansible.module_utils.lab.files import write_text
     page = diagnosis_html(result, bundle, dest)
     written = write_text(module, dest, page, raise_errors=True)
     out = {"html": {"dest": dest, "changed": written["changed"]},

@@ -45,7 +45,7 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def kube(cluster):
-    from ansible.module_utils.lab_kube import Kube
+    from ansible.module_utils.kube.client import Kube
     return Kube(cluster)
 
 

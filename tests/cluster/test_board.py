@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from ansible.module_utils.gpu_diagnosis.verdict import LAYERS
+from ansible.module_utils.diagnosis.verdict import LAYERS
 from lab_clusters import kwok_cluster  # noqa: E402  (tests/cluster/lab_clusters.py)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def wait(what, check, timeout=60):
 @pytest.fixture(scope="module")
 def lab(own_cluster, tmp_path_factory):
     """The lab's three nodes (kwok) in the module's cluster; a lab_root, a state folder, a port."""
-    from ansible.module_utils.lab_kube import Kube, condition
+    from ansible.module_utils.kube.client import Kube, condition
     kube = Kube(own_cluster)
     for name in NODES:
         kube.create("/api/v1/nodes", {"metadata": {

@@ -35,47 +35,47 @@ def test_imports_are_rewritten_in_every_form_and_only_the_projects():
     source = (
         "import os\n"
         "from ansible.module_utils.basic import AnsibleModule\n"
-        "from ansible.module_utils.lab_kube import KUBE_ARGS, client  # noqa: E402\n"
-        "from ansible.module_utils.gpu_diagnosis.layers import (  # a package module\n"
+        "from ansible.module_utils.kube.client import KUBE_ARGS, client  # noqa: E402\n"
+        "from ansible.module_utils.diagnosis.layers import (  # a package module\n"
         "    Diagnosis,\n    markdown)\n"
-        "from ansible.module_utils.lab_kube import (KubeError,\n"
-        "                                           condition)\n"
-        "from ansible.module_utils import gpu_diagnosis as gd\n"
+        "from ansible.module_utils.kube.client import (KubeError,\n"
+        "                                              condition)\n"
+        "from ansible.module_utils import diagnosis as gd\n"
         "from ansible.module_utils import basic, six\n"
-        "import ansible.module_utils.lab_kube as lk\n"
-        "import ansible.module_utils.gpu_diagnosis.sources\n"
+        "import ansible.module_utils.kube.client as lk\n"
+        "import ansible.module_utils.diagnosis.sources\n"
         "import ansible.module_utils\n"
         "def f():\n"
-        "    from ansible.module_utils.lab_kube import KubeError\n"
-        "    return ansible.module_utils.gpu_diagnosis.sources.open_bundle, ansible.module_utils.__path__\n"
-        "NOTE = 'ansible.module_utils.lab_kube stays in a string'\n"
-        "# from ansible.module_utils.lab_kube import client - stays in a comment\n")
+        "    from ansible.module_utils.kube.client import KubeError\n"
+        "    return ansible.module_utils.diagnosis.sources.open_bundle, ansible.module_utils.__path__\n"
+        "NOTE = 'ansible.module_utils.kube.client stays in a string'\n"
+        "# from ansible.module_utils.kube.client import client - stays in a comment\n")
     rewriter = bc.PythonRewriter(["pod_wait"])
     out = rewriter.rewrite(pathlib.Path("library/x.py"), source)
-    assert rewriter.utils == {"lab_kube", "gpu_diagnosis"}   # what ships with this file
+    assert rewriter.utils == {"kube", "diagnosis"}   # what ships with this file
     ast.parse(out)
     assert out.splitlines() == [
         "import os",
         "from ansible.module_utils.basic import AnsibleModule",
-        "from %s.lab_kube import KUBE_ARGS, client  # noqa: E402" % MU_PKG,
-        "from %s.gpu_diagnosis.layers import (  # a package module" % MU_PKG,
+        "from %s.kube.client import KUBE_ARGS, client  # noqa: E402" % MU_PKG,
+        "from %s.diagnosis.layers import (  # a package module" % MU_PKG,
         "    Diagnosis,", "    markdown)",
-        "from %s.lab_kube import (KubeError," % MU_PKG,
-        " " * len("from %s.lab_kube import (" % MU_PKG) + "condition)",
-        "from %s import gpu_diagnosis as gd" % MU_PKG,
+        "from %s.kube.client import (KubeError," % MU_PKG,
+        " " * len("from %s.kube.client import (" % MU_PKG) + "condition)",
+        "from %s import diagnosis as gd" % MU_PKG,
         "from ansible.module_utils import basic, six",
-        "import %s.lab_kube as lk" % MU_PKG,
-        "import %s.gpu_diagnosis.sources" % MU_PKG,
+        "import %s.kube.client as lk" % MU_PKG,
+        "import %s.diagnosis.sources" % MU_PKG,
         "import ansible.module_utils",
         "def f():",
-        "    from %s.lab_kube import KubeError" % MU_PKG,
-        "    return %s.gpu_diagnosis.sources.open_bundle, ansible.module_utils.__path__" % MU_PKG,
-        "NOTE = 'ansible.module_utils.lab_kube stays in a string'",
-        "# from ansible.module_utils.lab_kube import client - stays in a comment"]
+        "    from %s.kube.client import KubeError" % MU_PKG,
+        "    return %s.diagnosis.sources.open_bundle, ansible.module_utils.__path__" % MU_PKG,
+        "NOTE = 'ansible.module_utils.kube.client stays in a string'",
+        "# from ansible.module_utils.kube.client import client - stays in a comment"]
 
 
 @pytest.mark.parametrize("source, says", [
-    ("from ansible.module_utils import lab_kube, basic\n", "split it into two imports"),
+    ("from ansible.module_utils import kube, basic\n", "split it into two imports"),
     ("from ansible.module_utils.no_such_thing import x\n", "neither ansible-core's nor the project's"),
     ("DOCUMENTATION = r'''\nmodule: x\nextends_documentation_fragment: [lab_kub]\n'''\n",
      "extends doc fragment lab_kub, but there is no doc_fragments/lab_kub.py"),
@@ -210,7 +210,7 @@ def test_the_list_is_what_ships(built):
         expected |= ({str(p.relative_to(ROOT / "module_utils")) for p in package.rglob("*.py")}
                      if package.is_dir() else {name + ".py"})
     assert shipped == expected
-    assert {"gpu_diagnosis", "lab_kube", "lab_errors"} <= imported and any("/" in e for e in shipped)
+    assert {"diagnosis", "kube", "lab"} <= imported and any("/" in e for e in shipped)
     assert sorted(p.stem for p in (plugins / "doc_fragments").glob("*.py")) == sorted(fragments)
     assert "lab_kube" in fragments
 

@@ -12,7 +12,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible.module_utils.lab_kube import KubeError
+from ansible.module_utils.kube.client import KubeError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LABEL = "gpu-incident-lab/driver-version"

@@ -6,7 +6,7 @@ import pytest
 import manifest_drift
 import node_resources
 import pod_wait
-from ansible.module_utils.lab_kube import KubeError, condition
+from ansible.module_utils.kube.client import KubeError, condition
 
 
 def configmap(namespace, name, value):

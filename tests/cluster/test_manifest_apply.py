@@ -1,4 +1,4 @@
-"""manifest_drift's apply (module_utils/manifest_apply.py) against a real API server: create what is
+"""manifest_drift's apply (module_utils/kube/apply.py) against a real API server: create what is
 missing in order, leave or patch what exists, check mode changes nothing, refusals named."""
 import manifest_drift
 

@@ -29,7 +29,7 @@ import uuid
 
 import pytest
 
-from ansible.module_utils.lab_kube import condition
+from ansible.module_utils.kube.client import condition
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests/bundle_corpus"))

@@ -275,7 +275,7 @@ static int load_card(void)
     if (f)
         fclose(f);
     if (!found && !strcmp(conf.card, "A100-SXM4-40GB")) {
-        /* built in, so the default works without the table: module_utils/gpu_sharing.py CARDS */
+        /* built in, so the default works without the table: module_utils/sharing/cards.py CARDS */
         for (i = 0; i < MAX_GPUS; i++) {
             snprintf(gpus[i].name, sizeof gpus[i].name, "NVIDIA A100-SXM4-40GB");
             gpus[i].memory_mib = 40960;
