@@ -549,10 +549,12 @@ def test_nvidia_ctk_s_drop_in_on_the_real_node_restart_and_look(lab):
     nothing); containerd_merge predicts what the restart loads; the reboot loads exactly that."""
     play("lab.yml", "--tags", "step2", *lab.extra)
     assert lab.running() == ["runc"]
-    out = sh(lab.node_dir / "bin/node-exec", "nvidia-ctk", "runtime", "configure", "--runtime=containerd",
-             "--config=/etc/containerd/config.toml", "--drop-in-config=/etc/containerd/conf.d/99-nvidia.toml")
-    assert "It is recommended that containerd daemon be restarted" in out.stdout + out.stderr
-    written = sh(lab.node_dir / "bin/node-exec", "cat", "/etc/containerd/conf.d/99-nvidia.toml").stdout
+    # one node-exec: each one makes the node's /etc/containerd from the lab folder first
+    out = sh(lab.node_dir / "bin/node-exec", "sh", "-c",
+             "nvidia-ctk runtime configure --runtime=containerd --config=/etc/containerd/config.toml"
+             " --drop-in-config=/etc/containerd/conf.d/99-nvidia.toml >&2 && cat /etc/containerd/conf.d/99-nvidia.toml")
+    assert "It is recommended that containerd daemon be restarted" in out.stderr
+    written = out.stdout
     assert 'BinaryName = "/usr/bin/nvidia-container-runtime"' in written and "runtimes.runc" in written
     assert lab.running() == ["runc"]                        # written, not loaded
     # the trainee takes NVIDIA's file as theirs (the node's /etc is made from the lab folder)
