@@ -641,3 +641,12 @@ def test_failing_containers_in_the_pods_own_order():
                    {"name": "first-wait", "state": {"waiting": {"reason": "ContainerCreating"}}, "restartCount": 0}]}}
     assert failing(the_pod) == ["nvidia-device-plugin", "config-manager", "was-bad"]
     assert failing({"status": {}}) == []
+
+
+def test_last_errors_of_a_log_of_several_containers():
+    from ansible.module_utils.diagnosis.texts import last_errors
+    log = ("I0 start\nE1 failed to create FS watcher\nI2 again\nE1 failed to create FS watcher\n"
+           "E3 error finding pid: no process found\nI4 done\n")
+    assert last_errors(log, 3) == ["E1 failed to create FS watcher", "E3 error finding pid: no process found"]
+    assert last_errors(log, 1) == ["E3 error finding pid: no process found"]
+    assert last_errors("only\ninfo\n", 3) == ["info"] and last_errors("", 3) == []

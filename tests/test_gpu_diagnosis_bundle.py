@@ -684,3 +684,24 @@ def test_real_gpu_stack_xid_bundle_shows_the_unhealthy_replica(module_runner):
     text = evidence_text(out, "node-advertisement")
     assert "1 of 20 nvidia.com/gpu not allocatable" in text
     assert "XidCriticalError: Xid=79 on Device=GPU-" in text and "marking device as unhealthy" in text
+
+
+def test_real_gpu_stack_plugin_without_its_socket_folder_quotes_the_plugin(module_runner):
+    """Drill plugin-no-mount on lab-node-1 (bundle_corpus/lab-node-1-plugin-no-mount/SOURCE.md):
+    NVIDIA's plugin v0.19.3 without /var/lib/kubelet/device-plugins crash-loops; the device-plugin
+    layer is the first broken one and says what the plugin said last, in its own words (not only
+    its status); the kubelet's 0 allocatable of 20 is a consequence above it."""
+    out = diagnose(module_runner, str(BUNDLES / "lab-node-1-plugin-no-mount"), pod="gpu-drill/cuda-drill")
+    assert out["first_broken"] == "device-plugin", out["report"]
+    assert [layer(out, n)["status"] for n in ("driver", "container-runtime")] == ["ok", "ok"]
+    plugin = layer(out, "device-plugin")
+    # one file of both containers (kubectl logs --all-containers): the last error lines of it,
+    # newest first - config-manager's consequence, then the plugin's own
+    assert "it said last: E1203" in plugin["next"]
+    said = [e for e in plugin["evidence"] if "(all containers; failing: nvidia-device-plugin, config-manager)" in e["source"]]
+    assert [e["value"].split("] ", 1)[1] for e in said] == [
+        "error finding pid: no process found",
+        "failed to create FS watcher for /var/lib/kubelet/device-plugins/: no such file or directory"], plugin["evidence"]
+    assert said[0]["source"].startswith("logs/gpu-operator/nvidia-device-plugin-daemonset-"), said
+    assert "mounts /var/lib/kubelet/device-plugins: no" in evidence_text(out, "device-plugin")
+    assert '"0"' in evidence_text(out, "node-advertisement") and '"20"' in evidence_text(out, "node-advertisement")

@@ -88,6 +88,9 @@ def object_namespace(obj):
 class Source(object):
     """The questions the layers ask. Each may raise Unreadable."""
     kind = "source"
+    # pod_log(ns, name, [container]) gives that container's log alone (a live cluster); a
+    # folder holds the Pod's containers in one file (kubectl logs --all-containers)
+    per_container_logs = False
 
     def nodes(self):
         raise NotImplementedError
@@ -157,6 +160,7 @@ class Source(object):
 # ------------------------------------------------------------------------------------ live
 class LiveSource(Source):
     kind = "live"
+    per_container_logs = True
 
     def __init__(self, kube, node_facts=None, log_lines=200):
         self.kube = kube

@@ -103,11 +103,21 @@ ERROR_LINE = re.compile(r"^[EF]\d{4} |\b(error|failed|fatal|panic|cannot|unable|
 def last_error(log):
     """The last line of a log that reports an error (ERROR_LINE), else its last non-empty line,
     else None: what a crash-looping container said last - its own words, whatever they are."""
-    lines = [line.strip() for line in (log or "").splitlines() if line.strip()]
+    found = last_errors(log, 1)
+    return found[0] if found else None
+
+
+def last_errors(log, count):
+    """The last `count` distinct lines of a log that report an error, oldest first (else its
+    last non-empty line): for a log of several containers in one file, each may have said one."""
+    lines = [line.strip()[-300:] for line in (log or "").splitlines() if line.strip()]
+    out = []
     for line in reversed(lines):
-        if ERROR_LINE.search(line):
-            return line[-300:]
-    return lines[-1][-300:] if lines else None
+        if ERROR_LINE.search(line) and line not in out:
+            out.append(line)
+            if len(out) == count:
+                break
+    return list(reversed(out)) or lines[-1:]
 
 
 def failing(pod):

@@ -19,7 +19,7 @@ from ansible.module_utils.diagnosis.kube_objects import (
 from ansible.module_utils.diagnosis.sources import (
     DiagnoseError, LiveSource, Source, Unreadable, parse_selector)
 from ansible.module_utils.diagnosis.texts import (
-    failing, last_error, node_findings, pending_pod_findings, pod_findings, wants_log)
+    failing, last_error, last_errors, node_findings, pending_pod_findings, pod_findings, wants_log)
 from ansible.module_utils.diagnosis.verdict import LAYERS, ev
 
 # the rule of each layer, in the order of LAYERS
@@ -144,12 +144,17 @@ class Diagnosis(object):
             # a crashing container's own last words (each container's log read alone: the
             # joined log would give the last container's line)
             said = []
-            for container in failing(pod):
+            crashing = failing(pod)
+            if crashing and not self.src.per_container_logs and log is not None:
+                # one file of all its containers: the last error lines, each may be another's
+                said = [ev("%s (all containers; failing: %s)" % (self.where.log(ns, name), ", ".join(crashing)),
+                           line) for line in reversed(last_errors(log, 3))]
+            for container in crashing if self.src.per_container_logs else []:
                 try:
                     line = last_error(self.src.pod_log(ns, name, [container]))
                 except Unreadable:
                     continue
-                if line and line not in [e["value"] for e in said]:   # a bundle's log is the Pod's, whole
+                if line:
                     said.append(ev("%s [container %s]" % (self.where.log(ns, name), container), line))
             self.last_errors[(ns, name)] = said
         return pod_findings(pod, role, self.where, events, log)
