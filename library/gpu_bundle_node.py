@@ -24,6 +24,8 @@ description:
     entry C(missing) with the reason; a command that ran and failed gives no file (except
     C(nvidia-smi.txt) and C(fabric-manager.txt), whose words are the evidence either way) and an
     entry C(failed) with its exit code and output.
+  - The same collector as M(gpu_node_facts) (each command once, the same option names), so what
+    M(gpu_diagnose) reads from these files is what M(gpu_node_facts) reports on this node.
   - nvidia-smi is looked up on PATH, then under the GPU Operator's driver root and run there by
     chroot. C(crictl info) is what the running containerd holds; C(containerd config dump) is what
     its files make the next start load.
@@ -35,10 +37,15 @@ options:
     description: The crictl command.
     type: str
     default: crictl
-  crictl_endpoint:
-    description: CRI endpoint for C(crictl --runtime-endpoint) (e.g. C(unix:///run/k3s/containerd/containerd.sock)); crictl's own default when empty.
+  runtime_endpoint:
+    description:
+      - CRI endpoint for C(crictl --runtime-endpoint) (e.g. C(unix:///run/k3s/containerd/containerd.sock));
+        crictl's own default when empty.
+      - The same option as M(gpu_node_facts)'s. Its old name C(crictl_endpoint) is accepted, with
+        a deprecation warning, until 2.0.0.
     type: str
     default: ""
+    aliases: [crictl_endpoint]
   containerd:
     description: The containerd command.
     type: str
@@ -63,10 +70,40 @@ options:
     description: The kubelet's systemd unit (empty - no log).
     type: str
     default: kubelet
+  journalctl:
+    description: The journalctl command (the logs of O(containerd_unit) and O(kubelet_unit), and the kernel log when dmesg cannot be read).
+    type: str
+    default: journalctl
+    version_added: "1.4.0"
+  dmesg:
+    description: The dmesg command.
+    type: str
+    default: dmesg
+    version_added: "1.4.0"
+  kernel_log:
+    description: A file with the kernel log to read instead of running O(dmesg) (empty - O(dmesg)).
+    type: str
+    default: ""
+    version_added: "1.4.0"
   socket_dir:
     description: The kubelet's device-plugin folder.
     type: str
     default: /var/lib/kubelet/device-plugins
+  systemctl:
+    description: The systemctl command (C(systemctl status) of O(fabric_manager_unit)).
+    type: str
+    default: systemctl
+    version_added: "1.4.0"
+  fabric_manager:
+    description:
+      - When to ask for Fabric Manager - C(always), C(auto) only when NVSwitches exist
+        (C(/dev/nvidia-nvswitch*) or C(/proc/driver/nvidia-nvswitch/devices/*)), C(never).
+      - A unit that is not installed gives no file (an RV(index) entry C(missing)), except where
+        NVSwitches exist - there its absence is the evidence.
+    type: str
+    choices: [auto, always, never]
+    default: always
+    version_added: "1.4.0"
   fabric_manager_unit:
     description: Fabric Manager's systemd unit (NVSwitch systems).
     type: str
@@ -113,7 +150,7 @@ EXAMPLES = r"""
   tasks:
     - name: Collect it (k3s - its own containerd socket and config)
       gpu_bundle_node:
-        crictl_endpoint: unix:///run/k3s/containerd/containerd.sock
+        runtime_endpoint: unix:///run/k3s/containerd/containerd.sock
         containerd_config: /var/lib/rancher/k3s/agent/etc/containerd/config.toml
         containerd_unit: k3s-agent
         node_name: "{{ inventory_hostname }}"
@@ -139,6 +176,7 @@ redactions:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.node import collect as node_collect  # noqa: E402
 from ansible.module_utils.node.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
 from ansible.module_utils.bundle import contents  # noqa: E402
 from ansible.module_utils.bundle import node_side  # noqa: E402
@@ -149,21 +187,11 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             NVIDIA_SMI_ARGS,
-            crictl=dict(type="str", default="crictl"),
-            crictl_endpoint=dict(type="str", default=""),
-            containerd=dict(type="str", default="containerd"),
-            containerd_config=dict(type="str", default=""),
-            containerd_log=dict(type="str", default=""),
-            containerd_unit=dict(type="str", default="containerd"),
             kubelet_log=dict(type="str", default=""),
             kubelet_unit=dict(type="str", default="kubelet"),
-            socket_dir=dict(type="str", default="/var/lib/kubelet/device-plugins"),
-            fabric_manager_unit=dict(type="str", default="nvidia-fabricmanager"),
-            max_bytes=dict(type="int", default=8 * 1024 * 1024),
-            timeout=dict(type="int", default=60),
             node_name=dict(type="str", default=""),
             redact=dict(type="list", elements="dict", default=[], options=contents.REDACT_RULE_OPTIONS),
-        ),
+            **node_collect.argument_spec()),
         supports_check_mode=True,
     )
     try:

@@ -12,9 +12,10 @@ module: gpu_node_facts
 short_description: Read a GPU node's driver, GPUs, running containerd config, kernel Xids and plugin socket
 description:
   - Runs on the node (over SSH) and returns, as RV(node_facts), what only the node can tell.
-    M(gpu_diagnose) takes it as its C(node_facts) (one dict per node name). The raw outputs
-    are read by the same parsers a support bundle's C(nodes/<node>/) files go through, so a
-    live node and a bundle give the same facts.
+    M(gpu_diagnose) takes it as its C(node_facts) (one dict per node name). The node is read by
+    the same collector as M(gpu_bundle_node) (each command once, the same options), and the raw
+    outputs by the same parsers a support bundle's C(nodes/<node>/) files go through, so a live
+    node and a bundle of it give the same facts.
   - C(nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv,noheader)
     (C(driver_ok), C(driver_version), C(gpus), C(driver_error) with nvidia-smi's own
     words when it fails). When nvidia-smi is not on PATH and
@@ -26,7 +27,7 @@ description:
     load (C(runtimes_configured), C(default_runtime_configured)); C(restart_pending) when both
     are known and differ.
   - The kernel log's NVRM lines (C(kernel_xid)), Fabric Manager's state where NVSwitches exist
-    (C(fabric_manager)), the plugin's C(nvidia-<resource>.sock) names
+    (C(fabric_manager), from C(systemctl status)), the plugin's C(nvidia-<resource>.sock) names
     (C(device_plugin_sockets)), containerd's error lines (C(containerd_errors)), and the raw
     C(nvidia-smi mig -lgip)/C(-lgipp) text on MIG nodes.
   - A tool that is not installed is not a failure - its keys are left out, and the diagnosis
@@ -42,9 +43,13 @@ options:
     type: str
     default: crictl
   runtime_endpoint:
-    description: The CRI endpoint for C(crictl --runtime-endpoint) (k3s - C(unix:///run/k3s/containerd/containerd.sock)).
+    description:
+      - The CRI endpoint for C(crictl --runtime-endpoint) (k3s - C(unix:///run/k3s/containerd/containerd.sock));
+        crictl's own default when empty.
+      - The same option as M(gpu_bundle_node)'s (whose old name C(crictl_endpoint) is accepted too).
     type: str
     default: unix:///run/containerd/containerd.sock
+    aliases: [crictl_endpoint]
   containerd:
     description: The containerd command (name on PATH or a path).
     type: str
@@ -54,9 +59,14 @@ options:
     type: path
   containerd_log:
     description:
-      - A file with containerd's log. Without it, C(journalctl -u containerd -n 200) is read
-        when O(journalctl) exists.
+      - A file with containerd's log (its last O(max_bytes)). Without it, C(journalctl -u)
+        O(containerd_unit) C(-b) (this boot) is read when O(journalctl) exists.
     type: path
+  containerd_unit:
+    description: containerd's systemd unit (its journal, when O(containerd_log) is omitted; empty - no log).
+    type: str
+    default: containerd
+    version_added: "1.4.0"
   journalctl:
     description: The journalctl command (containerd's log, and the kernel log when dmesg cannot be read).
     type: str
@@ -69,7 +79,7 @@ options:
     description: A file with the kernel log to read instead of running O(dmesg).
     type: path
   systemctl:
-    description: The systemctl command (Fabric Manager's state).
+    description: The systemctl command (C(systemctl status) of O(fabric_manager_unit)).
     type: str
     default: systemctl
   fabric_manager:
@@ -79,6 +89,11 @@ options:
     type: str
     choices: [auto, always, never]
     default: auto
+  fabric_manager_unit:
+    description: Fabric Manager's systemd unit (NVSwitch systems).
+    type: str
+    default: nvidia-fabricmanager
+    version_added: "1.4.0"
   socket_dir:
     description: The kubelet's device-plugin folder.
     type: path
@@ -89,6 +104,11 @@ options:
         the C(nvidia.com/) prefix); any C(nvidia-*.sock) when omitted.
     type: list
     elements: str
+  max_bytes:
+    description: Largest output kept, in bytes; longer output keeps its end (0 - no limit).
+    type: int
+    default: 1048576
+    version_added: "1.4.0"
   timeout:
     description: Seconds each command may take.
     type: int
@@ -133,6 +153,7 @@ checks:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.node import collect as node_collect  # noqa: E402
 from ansible.module_utils.node.nvidia_smi import NVIDIA_SMI_ARGS  # noqa: E402
 from ansible.module_utils.node.gpu_facts import NodeFactsError, gather  # noqa: E402
 
@@ -141,20 +162,16 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             NVIDIA_SMI_ARGS,
-            crictl=dict(type="str", default="crictl"),
-            runtime_endpoint=dict(type="str", default="unix:///run/containerd/containerd.sock"),
-            containerd=dict(type="str", default="containerd"),
-            containerd_config=dict(type="path"),
-            containerd_log=dict(type="path"),
-            journalctl=dict(type="str", default="journalctl"),
-            dmesg=dict(type="str", default="dmesg"),
-            kernel_log=dict(type="path"),
-            systemctl=dict(type="str", default="systemctl"),
-            fabric_manager=dict(type="str", default="auto", choices=["auto", "always", "never"]),
-            socket_dir=dict(type="path", default="/var/lib/kubelet/device-plugins"),
             resource=dict(type="list", elements="str"),
-            timeout=dict(type="int", default=20),
-        ),
+            **node_collect.argument_spec(
+                runtime_endpoint=dict(default="unix:///run/containerd/containerd.sock"),
+                containerd_config=dict(type="path", default=None),
+                containerd_log=dict(type="path", default=None),
+                kernel_log=dict(type="path", default=None),
+                socket_dir=dict(type="path"),
+                fabric_manager=dict(default="auto"),
+                max_bytes=dict(default=1024 * 1024),
+                timeout=dict(default=20))),
         supports_check_mode=True,
     )
     try:

@@ -12,8 +12,9 @@ import gpu_bundle_node
 from ansible.module_utils.bundle import cluster_side
 from ansible.module_utils.bundle import contents
 from ansible.module_utils.bundle import node_side
+from ansible.module_utils.node import commands as node_commands
 
-NODE_DEFAULTS = dict(nvidia_smi="nvidia-smi", driver_root="", crictl="crictl", crictl_endpoint="",
+NODE_DEFAULTS = dict(nvidia_smi="nvidia-smi", driver_root="", crictl="crictl", runtime_endpoint="",
                      containerd="containerd", containerd_config="", containerd_log="", containerd_unit="containerd",
                      kubelet_log="", kubelet_unit="kubelet", socket_dir="/nonexistent/device-plugins",
                      fabric_manager_unit="nvidia-fabricmanager", max_bytes=1024, timeout=20)
@@ -27,7 +28,7 @@ def script(path, body):
 
 def test_a_node_without_any_tool_gives_no_file_and_says_why(tmp_path, monkeypatch, module_runner):
     monkeypatch.setenv("PATH", str(tmp_path))            # nothing installed
-    monkeypatch.setattr(node_side.node_commands, "which", lambda name: None)
+    monkeypatch.setattr(node_commands, "which", lambda name: None)
     out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none")}, check_mode=True)
     assert not out["failed"] and out["files"] == {} and not out["changed"]
     assert set(out["index"]) == set(contents.NODE_FILES)
@@ -44,7 +45,7 @@ def test_a_failing_driver_keeps_its_words_and_skips_what_needs_it(tmp_path, monk
     script(tools / "journalctl", '[ "$*" = "-k -b --no-pager" ] && echo "Dec 01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, '
                                  'pid=0, GPU has fallen off the bus." && exit 0\nexit 1\n')
     monkeypatch.setenv("PATH", str(tools))
-    monkeypatch.setattr(node_side.node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
+    monkeypatch.setattr(node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
     found = node_side.collect_node(dict(NODE_DEFAULTS))
     assert b"version mismatch" in found["files"]["nvidia-smi.txt"] and b"550.90" in found["files"]["nvidia-smi.txt"]
     assert found["index"]["nvidia-smi.txt"]["rc"] == 18
@@ -63,7 +64,7 @@ def test_systemctl_without_systemd_says_nothing_about_fabric_manager(tmp_path, m
     tools.mkdir()
     script(tools / "systemctl", "echo 'System has not been booted with systemd as init system (PID 1). Can'\\''t operate.'\n"
                                 "echo 'Failed to connect to bus: Host is down'\nexit 1\n")
-    monkeypatch.setattr(node_side.node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
+    monkeypatch.setattr(node_commands, "which", lambda name: str(tools / name) if (tools / name).exists() else None)
     found = node_side.collect_node(dict(NODE_DEFAULTS))
     entry = found["index"]["fabric-manager.txt"]
     assert "fabric-manager.txt" not in found["files"] and entry["status"] == "failed" and entry["rc"] == 1
@@ -164,7 +165,7 @@ def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, contain
     makes restart_pending of them. The daemon gone: no crictl-info.json, crictl's words kept."""
     from ansible.module_utils.diagnosis import bundle_source
     d, endpoint, proc = daemon
-    args = {"crictl": crictl, "crictl_endpoint": endpoint, "containerd": containerd_oracle,
+    args = {"crictl": crictl, "runtime_endpoint": endpoint, "containerd": containerd_oracle,
             "containerd_config": str(d / "config.toml"), "containerd_log": str(d / "containerd.log"),
             "nvidia_smi": "/nonexistent/nvidia-smi", "driver_root": "", "socket_dir": str(tmp_path / "none"),
             "kubelet_unit": ""}

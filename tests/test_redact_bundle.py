@@ -27,7 +27,7 @@ import gpu_bundle_collect
 import gpu_bundle_node
 import gpu_diagnose
 from ansible.module_utils.bundle import contents
-from ansible.module_utils.bundle import node_side as bundle_node
+from ansible.module_utils.node import commands as node_commands
 from ansible.module_utils.bundle import redact as br
 from ansible.module_utils.bundle import redact_rules
 
@@ -290,7 +290,7 @@ def test_a_bad_rule_stops_the_node_side_before_any_command_runs(tmp_path, monkey
         (tools / name).write_text("#!/bin/sh\necho %s >> %s\n" % (name, ran))
         (tools / name).chmod(0o755)
     monkeypatch.setenv("PATH", str(tools))
-    monkeypatch.setattr(bundle_node.node_commands, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    monkeypatch.setattr(node_commands, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
     out = module_runner(gpu_bundle_node.main, {"redact": [{"name": "t", "regex": "(unclosed"}], "driver_root": ""})
     assert out["failed"] and "rule t" in out["msg"] and "does not compile" in out["msg"]
     assert "nothing was collected" in out["msg"] and "gpu_support_bundle_redact" in out["msg"]
@@ -345,7 +345,7 @@ def node_side(module_runner, tmp_path, monkeypatch, rules):
     for name, source in (("crictl", "crictl-info.json"), ("containerd", "containerd-config-dump.toml")):
         (tools / name).write_text("#!/bin/sh\ncat %s\n" % (node / source))
         (tools / name).chmod(0o755)
-    monkeypatch.setattr(bundle_node.node_commands, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    monkeypatch.setattr(node_commands, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
     out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none"), "kubelet_log":
                                                str(node / "kubelet.log"), "containerd_log": str(node / "containerd.log"),
                                                "node_name": "lab-node-1", "redact": rules}, check_mode=True)

@@ -323,6 +323,31 @@ def containerd_errors(text, limit=20):
 
 
 # --------------------------------------------------------------------------- the facts
+def node_texts(files, index=None):
+    """(texts {name: str}, smi_rc) of one node's artefacts, as facts_from_artefacts takes them.
+
+    `files`: {name: bytes or str} (a bundle's ``nodes/<node>/`` files, or what the collector
+    node.collect gathered); `index`: their entries ({name: entry}, bundle.json's). A command that
+    ran and failed has no file, but its entry keeps its exit code and output - nvidia-smi's and
+    crictl's failure words are facts too (driver_error, cri_error); smi_rc is the query's exit
+    status then (1 when it gave none), else None (judged by the text)."""
+    texts = {}
+    smi_rc = None
+    for name in ARTEFACTS:
+        data = files.get(name)
+        if data is not None:
+            texts[name] = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+            continue
+        entry = (index or {}).get(name) or {}
+        if entry.get("status") == "failed" and entry.get("output") is not None:
+            if name == "nvidia-smi-query.csv":
+                texts[name] = entry["output"]
+                smi_rc = entry.get("rc") if isinstance(entry.get("rc"), int) else 1
+            elif name == "crictl-info.json":
+                texts[name] = entry["output"] or entry.get("reason") or "crictl info failed"
+    return texts, smi_rc
+
+
 def facts_from_artefacts(files, smi_rc=None, resources=None):
     """Node facts (the contract's keys) from raw artefact texts keyed by bundle file name.
 

@@ -5,7 +5,7 @@ role writes it), and open_bundle: that or a must-gather folder, by what the fold
 
 import os
 
-from ansible.module_utils.diagnosis.artefacts import ARTEFACTS, ArtefactError, facts_from_artefacts
+from ansible.module_utils.diagnosis.artefacts import ARTEFACTS, ArtefactError, facts_from_artefacts, node_texts
 from ansible.module_utils.diagnosis.must_gather import MUST_GATHER_FILES, MustGatherSource, is_must_gather
 from ansible.module_utils.diagnosis.sources import (
     DiagnoseError, Source, Unreadable, list_items, object_name, object_namespace, parse_selector,
@@ -19,19 +19,11 @@ def bundle_node_facts(folder, resources=None, index=None):
     that ran and failed has no file but its entry keeps its exit code and output - nvidia-smi's
     and crictl's failure words are facts too (driver_error, cri_error)."""
     files = {}
-    smi_rc = None
     for name in ARTEFACTS:
         path = os.path.join(folder, name)
         if os.path.isfile(path):
             files[name] = read_text_file(path, path)
-            continue
-        entry = (index or {}).get(name) or {}
-        if entry.get("status") == "failed" and entry.get("output") is not None:
-            if name == "nvidia-smi-query.csv":
-                files[name] = entry["output"]
-                smi_rc = entry.get("rc") if isinstance(entry.get("rc"), int) else 1
-            elif name == "crictl-info.json":
-                files[name] = entry["output"] or entry.get("reason") or "crictl info failed"
+    files, smi_rc = node_texts(files, index)
     try:
         return facts_from_artefacts(files, smi_rc=smi_rc, resources=resources)
     except ArtefactError as exc:
