@@ -650,3 +650,48 @@ def test_last_errors_of_a_log_of_several_containers():
     assert last_errors(log, 3) == ["E1 failed to create FS watcher", "E3 error finding pid: no process found"]
     assert last_errors(log, 1) == ["E3 error finding pid: no process found"]
     assert last_errors("only\ninfo\n", 3) == ["info"] and last_errors("", 3) == []
+
+
+def test_a_restarted_containers_words_come_from_its_ended_instance():
+    """Live, a crash-looping container's error is in its previous instance's log (the new one
+    may not have printed it yet): the walk reads it (kubectl logs --previous), quotes its last
+    error line and lets the text rules see it - the plugin's 'nvml init failed' names the driver."""
+    from ansible.module_utils.diagnosis.sources import Source, Unreadable
+    from ansible.module_utils.diagnosis.walk import Diagnosis
+
+    class Live(Source):
+        kind = "live"
+        per_container_logs = True
+        asked = []
+
+        def events(self, namespace, name):
+            return []
+
+        def pod_log(self, namespace, name, containers=None, previous=False):
+            self.asked.append((tuple(containers or ()), previous))
+            if containers == ["nvidia-device-plugin"] and previous:
+                return ('I1203 main.go:247] "Starting NVIDIA Device Plugin" version="v0.19.3"\n'
+                        "E1203 main.go:185] error starting plugins: error getting plugins: unable to create "
+                        "plugins: failed to construct resource managers: nvml init failed: Driver/library "
+                        "version mismatch\n")
+            if previous:
+                raise Unreadable("no previous instance")
+            return 'I1203 main.go:247] "Starting NVIDIA Device Plugin" version="v0.19.3"\n'
+
+        def ref_log(self, namespace, name):
+            return "log of %s/%s" % (namespace, name)
+
+    source = Live()
+    walk = Diagnosis(source)
+    plugin = plugin_pod(ready="False")
+    plugin["spec"]["containers"] = [{"name": "nvidia-device-plugin"}, {"name": "config-manager"}]
+    plugin["status"]["containerStatuses"] = [
+        {"name": "config-manager", "state": {"running": {}}, "restartCount": 0},
+        {"name": "nvidia-device-plugin", "state": {"running": {}}, "restartCount": 3,
+         "lastState": {"terminated": {"exitCode": 1}}}]
+    found = walk._pod_texts(plugin, "device-plugin Pod")   # pylint: disable=protected-access
+    assert (("nvidia-device-plugin",), True) in source.asked and (("config-manager",), True) not in source.asked
+    said = walk.last_errors[("gpu-operator", "dp-1")]
+    assert [e["source"] for e in said] == ["log of gpu-operator/dp-1 [container nvidia-device-plugin]"]
+    assert said[0]["value"].endswith("nvml init failed: Driver/library version mismatch")
+    assert any(t["layer"] == "driver" and "nvml init failed" in t["line"] for t in found), found

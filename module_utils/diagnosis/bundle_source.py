@@ -78,7 +78,9 @@ class BundleSource(Source):
                 if (e.get("involvedObject") or {}).get("name") == name
                 and (e.get("involvedObject") or {}).get("namespace", namespace) == namespace]
 
-    def pod_log(self, namespace, name, containers=None):
+    def pod_log(self, namespace, name, containers=None, previous=False):
+        if previous:
+            raise Unreadable("a bundle keeps each Pod's current log only")
         path = os.path.join(self.root, "logs", namespace, name + ".log")
         if not os.path.isfile(path):
             raise Unreadable("the bundle has no logs/%s/%s.log" % (namespace, name))

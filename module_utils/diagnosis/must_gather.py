@@ -211,7 +211,9 @@ class MustGatherSource(Source):
             raise Unreadable("the must-gather has no gpu_operand_pod_%s.descr" % name)
         return parse_describe_events(read_text_file(path, path))
 
-    def pod_log(self, namespace, name, containers=None):
+    def pod_log(self, namespace, name, containers=None, previous=False):
+        if previous:
+            raise Unreadable("a must-gather keeps each Pod's current log only")
         path = self._path("gpu_operand_pod_%s.log" % name)
         if not os.path.isfile(path):
             raise Unreadable("the must-gather has no gpu_operand_pod_%s.log" % name)

@@ -109,7 +109,9 @@ class Source(object):
     def events(self, namespace, name):
         raise NotImplementedError
 
-    def pod_log(self, namespace, name, containers=None):
+    def pod_log(self, namespace, name, containers=None, previous=False):
+        """The Pod's log (its containers', or those named); previous: their last ended
+        instance's (kubectl logs --previous), where the source keeps one."""
         raise NotImplementedError
 
     def facts(self, node):
@@ -192,12 +194,14 @@ class LiveSource(Source):
         except Exception as exc:  # events are evidence, never a reason to fail the walk
             raise Unreadable("events of %s/%s: %s" % (namespace, name, exc))
 
-    def pod_log(self, namespace, name, containers=None):
+    def pod_log(self, namespace, name, containers=None, previous=False):
         out = []
         for container in containers or [None]:
             params = {"tailLines": self.log_lines}
             if container:
                 params["container"] = container
+            if previous:
+                params["previous"] = "true"
             try:
                 raw = self.kube.get_text("/api/v1/namespaces/%s/pods/%s/log" % (namespace, name),
                                          params)

@@ -150,10 +150,17 @@ class Diagnosis(object):
                 said = [ev("%s (all containers; failing: %s)" % (self.where.log(ns, name), ", ".join(crashing)),
                            line) for line in reversed(last_errors(log, 3))]
             for container in crashing if self.src.per_container_logs else []:
-                try:
-                    line = last_error(self.src.pod_log(ns, name, [container]))
-                except Unreadable:
-                    continue
+                # a restarted container's error is in its ended instance's log: the new one may
+                # not have printed it yet (kubectl logs --previous, then the current)
+                own = {}
+                for previous in (True, False):
+                    try:
+                        own[previous] = self.src.pod_log(ns, name, [container], previous=previous)
+                    except Unreadable:
+                        pass
+                if own.get(True) and own[True] not in (log or ""):
+                    log = "\n".join(([log] if log else []) + [own[True]])   # its words join the texts
+                line = last_error("\n".join(own[k] for k in (True, False) if own.get(k)))
                 if line:
                     said.append(ev("%s [container %s]" % (self.where.log(ns, name), container), line))
             self.last_errors[(ns, name)] = said
