@@ -34,6 +34,8 @@ for ((run = 1; run <= runs; run++)); do
     t=${tree[$rev]}
     L[$rev]+="$(timed play "$t" -e lab_real_node=false lab.yml) "
     N[$rev]+="$(timed play "$t" -e lab_real_node=false lab.yml) "; C[$rev]=$(changed_in "$log")
+    # (before 2026-12-03 grade.yml did not make the state folder that lab_real_node=false leaves out)
+    mkdir -p "${XDG_STATE_HOME:-$HOME/.local/state}/gpu-incident-lab/$name"
     G[$rev]+="$(timed play "$t" -e lab_real_node=false playbooks/grade.yml) "
     teardown "$t"
   done
