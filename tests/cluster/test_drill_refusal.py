@@ -1,0 +1,21 @@
+"""drill.yml refuses an unknown drill before it reads or changes anything - lab-node-1's real
+layer is mended or broken before the gpu_drills role's own check would run."""
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def test_an_unknown_drill_is_refused_first(tmp_path):
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), ANSIBLE_FORCE_COLOR="0")
+    out = subprocess.run([PLAYBOOK, "playbooks/drill.yml", "-e", "drill=plugin-unplugged",
+                          "-e", "lab_cluster_name=no-such-lab", "-e", "lab_root=%s" % (tmp_path / "gpuop")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0, out.stdout[-2000:]
+    text = " ".join(out.stdout.split())
+    assert "unknown drill 'plugin-unplugged'; the drills are: kernel-update," in text, out.stdout[-2000:]
+    assert "ok=0" in text and "failed=1" in text, out.stdout[-2000:]   # its first task, nothing before
+    assert not (tmp_path / "state").exists() and not (tmp_path / "gpuop").exists()
