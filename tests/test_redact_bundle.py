@@ -175,6 +175,14 @@ def test_a_second_pass_hides_nothing_more(tmp_path):
     ("env:\n- name: API_TOKEN\n  value: env-tok-1\n- name: MODE\n  value: fast\n",
      "env:\n- name: API_TOKEN\n  value: %s\n- name: MODE\n  value: fast\n" % M, "secret-field"),
     ("mysql://root:pw-9@db:3306/x", "mysql://%s@db:3306/x" % M, "url-credentials"),
+    ("redis://:only-pw-1@cache:6379/0", "redis://%s@cache:6379/0" % M, "url-credentials"),
+    ("PGPASSWORD='two words' psql -h db", "PGPASSWORD='%s' psql -h db" % M, "secret-assignment"),
+    ("MYSQL_PWD=pw-77 mysql", "MYSQL_PWD=%s mysql" % M, "secret-assignment"),
+    ('{"githubToken": "ghp_x1"}', '{"githubToken": "%s"}' % M, "secret-assignment"),
+    ("docker login -u me -p hunter33 nvcr.io", "docker login -u me -p %s nvcr.io" % M, "secret-flag"),
+    ("helm registry login reg.example --username u -p=pw-5", "helm registry login reg.example --username u -p=%s" % M,
+     "secret-flag"),
+    ("mysql -u root -pMyPass123 app", "mysql -u root -p%s app" % M, "secret-flag"),
     ("https://u:p%40ss@host/path", "https://%s@host/path" % M, "url-credentials"),
     ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic %s" % M, "http-auth-header"),
     ("curl -H 'authorization: Bearer tok-abcdefghijklmnop'", "curl -H 'authorization: Bearer %s'" % M,
@@ -208,6 +216,11 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     "Failed to initialize NVML: Driver/library version mismatch",
     "key_model = \"node\"\ntls_key_file = \"\"\nburstTokens=10",
     "git commit 3f786850e387550fdab836ed7e6dc881de23001b",
+    "PWD=/root HOME=/root",
+    "mysql -u root -p app",
+    "kubectl port-forward -p 8080 svc/x",
+    "https://user@registry.example/v2/",
+    "automountServiceAccountToken: false",
 ])
 def test_what_the_diagnosis_needs_stays(text):
     counts = {}

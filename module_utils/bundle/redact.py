@@ -39,7 +39,11 @@ _HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization|\bx-api-key|\bx-auth-toke
                      r"((?:bearer|basic|digest|token|negotiate|ntlm|aws4-hmac-sha256)[ \t]+)?"
                      r"([^\s\"',\];\\]+(?:;[ \t]*[^\s\"',\];\\]+)*)")
 _BEARER = re.compile(r"(?i)\b(bearer[ \t]+)([A-Za-z0-9\-._~+/]{16,}=*)")
-_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/:@\"'<>]+):([^\s/\"'<>]*)@")
+_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/:@\"'<>]*):([^\s/\"'<>]*)@")
+# -p of a registry login and mysql's -p<password>: short flags that name nothing, known by the command
+_LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)"
+                      r"[ \t]+login\b[^\n]*?[ \t]-p(?:=|[ \t]+))([^\s\"']+|\"[^\"\n]*\"|'[^'\n]*')")
+_MYSQL_P = re.compile(r"(\bmysql(?:dump|admin|import|show|check)?\b[^\n|;&]*?[ \t]-p)([^\s\"';&|]+)")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*")
 _AWS_ID = re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])"
@@ -109,6 +113,9 @@ class Redactor(object):
                     line = _AWS_SECRET.sub(lambda m: self._whole(m, "aws-secret-key", hit), line)
                     lines[number] = _AWS_ID.sub(lambda m: self._whole(m, "aws-access-key-id", hit), line)
             text = "\n".join(lines)
+        if "-p" in text:
+            text = _LOGIN_P.sub(lambda m: self._replace_value(m, 2, "secret-flag", hit), text)
+            text = _MYSQL_P.sub(lambda m: self._replace_value(m, 2, "secret-flag", hit), text)
         text = _FLAG.sub(lambda m: self._flag(m, hit, rel), text)
         if "=" in text:
             text = _ASSIGN.sub(lambda m: self._named(m, 1, 3, "secret-assignment", hit, rel), text)
@@ -159,7 +166,7 @@ class Redactor(object):
 
     @staticmethod
     def _url(m, hit):
-        if m.group(2) == MARKER or MARKER in m.group(3):
+        if m.group(2) == MARKER or MARKER in m.group(3) or not (m.group(2) or m.group(3)):
             return m.group(0)
         hit("url-credentials")
         return m.group(1) + MARKER + "@"

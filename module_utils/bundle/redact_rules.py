@@ -24,10 +24,11 @@ BUILTIN_RULES = [
     ("secret-field", "a JSON, TOML or YAML field (or a name/value pair) named for a password, "
                      "token, secret, credential or an API/private/access key"),
     ("secret-flag", "the value of --flag=value and --flag value where the flag names a password, "
-                    "token, secret, key or credential"),
+                    "token, secret, key or credential; and -p of a registry login (docker, podman, "
+                    "nerdctl, helm registry, skopeo, buildah, oras, crane) and mysql's -p<password>"),
     ("secret-assignment", "the value of KEY=value (and \"key\": value) where KEY names a password, "
                           "token, secret, credential or an API/private/access key"),
-    ("url-credentials", "user:password in scheme://user:password@host"),
+    ("url-credentials", "user:password in scheme://user:password@host (and scheme://:password@host)"),
     ("aws-access-key-id", "AWS access key ids (AKIA..., ASIA...)"),
     ("aws-secret-key", "a 40-character AWS secret key on a line with an AWS access key id"),
     ("pem-private-key", "the body of a PEM private key block (BEGIN/END lines kept)"),
@@ -52,6 +53,9 @@ class RedactError(LabError):
 SECRET_WORDS = {"password", "passwd", "pass", "passphrase", "secret", "token",
                 "credential", "credentials", "creds", "apikey", "auth", "authorization",
                 "identitytoken", "privatekey", "secretkey", "accesskey", "sessiontoken"}
+# a secret word glued to another (PGPASSWORD, dbpassword, githubtoken, clientsecret): the word's end
+GLUED_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "secretkey",
+                 "accesskey", "privatekey")
 KEY_QUALIFIERS = {"api", "access", "secret", "private", "ssh", "signing", "encryption", "client",
                   "session", "license", "master", "account", "auth", "gpg", "pgp", "admin"}
 # a name ending in one of these names where a secret is, or says something about it - not the secret
@@ -79,6 +83,10 @@ def secret_name(name, lone_key=False):
         return False
     found = set(words)
     if found & SECRET_WORDS:
+        return True
+    if any(w.endswith(GLUED_ENDINGS) for w in words):
+        return True
+    if "pwd" in found and len(words) > 1:   # MYSQL_PWD, DB_PWD - a lone PWD is the shell's folder
         return True
     if "key" in found or "keys" in found:
         return (lone_key and len(words) == 1) or bool(found & KEY_QUALIFIERS)
