@@ -41,9 +41,11 @@ peak_rss_mb() {
   echo $((total / 1024))
 }
 
-# bare_cluster BIN NAME: the same cluster created by kwokctl alone, for reference.
+# bare_cluster BIN NAME: the same cluster created by kwokctl alone, for reference - in its turn
+# with other labs (the lock components.sh takes: kwokctl probes for free ports; -o: the components
+# it leaves running do not hold the lock).
 bare_cluster() {
-  KWOK_WORKDIR=$HOME/.kwok PATH=$1:$PATH "$1/kwokctl" create cluster --name "$2" --runtime binary \
+  KWOK_WORKDIR=$HOME/.kwok PATH=$1:$PATH flock -o "${COMPONENTS_LOCK:-/tmp/gpu-incident-lab-kwokctl.lock}" "$1/kwokctl" create cluster --name "$2" --runtime binary \
     --kube-apiserver-binary "$1/kube-apiserver" --kube-controller-manager-binary "$1/kube-controller-manager" \
     --kube-scheduler-binary "$1/kube-scheduler" --etcd-binary "$1/etcd" --kwok-controller-binary "$1/kwok" \
     --kubeconfig "" --wait 120s

@@ -1,6 +1,7 @@
 """Throw-away real control planes for the tests in this folder (conftest.py's `cluster`, and
 modules that need one of their own)."""
 import contextlib
+import fcntl
 import os
 import subprocess
 import uuid
@@ -8,6 +9,9 @@ import uuid
 import pytest
 
 BIN = os.path.expanduser(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin"))
+# the lock roles/kwok_cluster/files/components.sh takes around kwokctl create: kwokctl probes for
+# free ports and two creates at once pick the same ones (its own lab's or a test's)
+CREATE_LOCK = os.environ.get("COMPONENTS_LOCK", "/tmp/gpu-incident-lab-kwokctl.lock")
 COMPONENTS = ["kwokctl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok"]
 
 
@@ -35,7 +39,9 @@ def kwok_cluster(tmp_path_factory, prefix):
                             ("--kube-scheduler-binary", "kube-scheduler"), ("--etcd-binary", "etcd"),
                             ("--kwok-controller-binary", "kwok")):
         create += [flag, os.path.join(BIN, component)]
-    out = subprocess.run(create, env=env, capture_output=True, text=True, timeout=300)
+    with open(CREATE_LOCK, "a") as lock:   # the turn, until --wait saw the API server ready
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out = subprocess.run(create, env=env, capture_output=True, text=True, timeout=300)
     try:
         assert out.returncode == 0, "kwokctl create cluster failed:\n" + out.stdout + out.stderr
         yield os.path.join(workdir, "clusters", name, "kubeconfig.yaml")

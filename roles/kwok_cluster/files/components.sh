@@ -17,6 +17,11 @@
 #     runs KWOKCTL ARG... (create cluster, or start cluster) and, when it succeeded, waits as
 #     wait-ready does, printing its JSON line (kwokctl's output is dropped); when kwokctl
 #     fails, its own output is on stderr and its exit code is the script's. One script run for the whole start of a cluster.
+#     Labs on one machine take turns here: kwokctl picks each component's port by counting down
+#     from 32767 and probing with a listen it closes again (sigs.k8s.io/kwok v0.8.0
+#     pkg/utils/net/unused_port.go), so two creates in the same moment pick the same ports. The
+#     turn is a flock on COMPONENTS_LOCK (default /tmp/gpu-incident-lab-kwokctl.lock, one per
+#     machine whatever the HOME), held until the API server answers - its ports are bound then.
 #
 # kwokctl decides that a component runs when signal 0 reaches the pid in
 # pids/<component>.pid. A killed component that nobody has reaped yet (a
@@ -92,9 +97,19 @@ case "$cmd" in
     [ $# -ge 5 ] || { echo "usage: components.sh up TIMEOUT CLUSTER_DIR KUBECTL KUBECONFIG KWOKCTL ARG..." >&2; exit 2; }
     timeout=$1 dir=$2 kubectl=$3 kubeconfig=$4
     shift 4
+    lock=${COMPONENTS_LOCK:-/tmp/gpu-incident-lab-kwokctl.lock}
+    if command -v flock >/dev/null 2>&1; then
+      # read-only when another user made the file: flock needs no write access
+      { exec 9>>"$lock"; } 2>/dev/null || { exec 9<"$lock"; } 2>/dev/null || exec 9</dev/null
+      flock -w "$timeout" 9 || {
+        echo "components.sh: waited ${timeout}s for another lab's kwokctl to bind its ports (the lock $lock is held by: $(fuser "$lock" 2>/dev/null || echo unknown)); run again once it is up" >&2
+        exit 75
+      }
+    fi
     # kwokctl's own words only when it fails: over SSH with a terminal, stderr joins stdout, and
     # stdout must stay the one JSON line
-    out=$("$@" 2>&1) || { rc=$?; printf '%s\n' "$out" >&2; exit "$rc"; }
+    # (not fd 9: the components kwokctl detaches would hold the lock as long as they run)
+    out=$("$@" 2>&1 9>&-) || { rc=$?; printf '%s\n' "$out" >&2; exit "$rc"; }
     exec "$0" wait-ready "$timeout" "$dir" "$kubectl" "$kubeconfig"
     ;;
   wait-ready)
