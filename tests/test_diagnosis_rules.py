@@ -695,3 +695,41 @@ def test_a_restarted_containers_words_come_from_its_ended_instance():
     assert [e["source"] for e in said] == ["log of gpu-operator/dp-1 [container nvidia-device-plugin]"]
     assert said[0]["value"].endswith("nvml init failed: Driver/library version mismatch")
     assert any(t["layer"] == "driver" and "nvml init failed" in t["line"] for t in found), found
+
+
+def test_a_single_container_s_current_log_is_read_once():
+    """The Pod's log of one container is that container's current log: the walk asks for it once,
+    then for the ended instance's (kubectl logs --previous) - not twice for the same text."""
+    from ansible.module_utils.diagnosis.sources import Source
+    from ansible.module_utils.diagnosis.walk import Diagnosis
+
+    class Live(Source):
+        kind = "live"
+        per_container_logs = True
+
+        def __init__(self):
+            self.asked = []
+
+        def events(self, namespace, name):
+            return []
+
+        def pod_log(self, namespace, name, containers=None, previous=False):
+            self.asked.append((tuple(containers or ()), previous))
+            if previous:
+                return "E1203 main.go:185] nvml init failed: Driver/library version mismatch\n"
+            return "I1203 starting\nE1203 still failing: ERROR_LIBRARY_NOT_FOUND\n"
+
+        def ref_log(self, namespace, name):
+            return "log of %s/%s" % (namespace, name)
+
+    source = Live()
+    plugin = plugin_pod(ready="False")
+    plugin["spec"]["containers"] = [{"name": "nvidia-device-plugin"}]
+    plugin["status"]["containerStatuses"] = [
+        {"name": "nvidia-device-plugin", "state": {"running": {}}, "restartCount": 2,
+         "lastState": {"terminated": {"exitCode": 1}}}]
+    walk = Diagnosis(source)
+    walk._pod_texts(plugin, "device-plugin Pod")   # pylint: disable=protected-access
+    assert sorted(source.asked) == [(("nvidia-device-plugin",), False), (("nvidia-device-plugin",), True)]
+    said = walk.last_errors[("gpu-operator", "dp-1")]
+    assert said[0]["value"] == "E1203 still failing: ERROR_LIBRARY_NOT_FOUND"   # the newest words, current

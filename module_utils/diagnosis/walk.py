@@ -153,7 +153,9 @@ class Diagnosis(object):
                 # a restarted container's error is in its ended instance's log: the new one may
                 # not have printed it yet (kubectl logs --previous, then the current)
                 own = {}
-                for previous in (True, False):
+                if len(containers) == 1 and log is not None:
+                    own[False] = log    # its current log is the Pod's, read above - not asked twice
+                for previous in (True, False) if False not in own else (True,):
                     try:
                         own[previous] = self.src.pod_log(ns, name, [container], previous=previous)
                     except Unreadable:
