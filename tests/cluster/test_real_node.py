@@ -12,6 +12,7 @@ import os
 import pathlib
 import re
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -23,6 +24,8 @@ import uuid
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+from headless_chromium import Chromium, binary  # noqa: E402
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
 BIN = pathlib.Path(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin")).expanduser()
@@ -387,16 +390,47 @@ def test_kill_and_rerun_brings_the_node_back(lab):
     assert counts["changed"] == 0, changed
 
 
-def test_reboot_not_ready_then_diagnosed(lab):
-    out, _ = play("playbooks/reboot.yml", *lab.extra)
-    assert "no corresponding runtime configured in `containerd.runtimes`" in flat(out.stdout)
-    assert lab.ready() in ("False", "Unknown")
-    out, _ = play("playbooks/diagnose.yml", "-e", "node=%s" % NODE, *lab.extra)
-    result = json.loads((lab.state / "diagnosis.json").read_text())
-    assert result["node"] == NODE and result["first_broken"] == "container-runtime"
-    layer = [l for l in result["layers"] if l["layer"] == "container-runtime"][0]
-    evidence = json.dumps(layer["evidence"])
-    assert "default_runtime_name" in evidence and "io.containerd.grpc.v1.cri" in evidence
+ROW = "(document.querySelector('#nodes tr[data-node=\"%s\"]') || {dataset: {}})" % NODE
+
+
+def test_reboot_not_ready_then_diagnosed(lab, tmp_path):
+    """The next reboot for real - and the live board following it (issue 33: a step graded, a
+    drill put in place, a reboot), without a reload, in Debian's headless Chromium."""
+    if not binary():
+        pytest.fail("no Chromium: apt-get install chromium (the browser tests need Debian's package)",
+                    pytrace=False)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        board = lab.extra + ["-e", "lab_board_port=%d" % probe.getsockname()[1]]
+    out, _ = play("playbooks/board.yml", *board)
+    url = "http://127.0.0.1:%s/" % board[-1].split("=")[1]
+    assert url in out.stdout
+    try:
+        with Chromium(width=1200, height=1000) as chromium:
+            page = chromium.open(url)
+            page.evaluate("window.__sameDocument = 'yes'")
+            page.wait_for(ROW + ".dataset.ready === 'True'", "lab-node-1 Ready on the board", timeout=30)
+            assert page.evaluate(ROW + ".dataset.kind") == "real"
+
+            out, _ = play("playbooks/reboot.yml", *lab.extra)
+            assert "no corresponding runtime configured in `containerd.runtimes`" in flat(out.stdout)
+            assert lab.ready() in ("False", "Unknown")
+            page.wait_for(ROW + ".dataset.ready !== 'True'", "lab-node-1 not Ready on the board after the reboot",
+                          timeout=30)
+
+            out, _ = play("playbooks/diagnose.yml", "-e", "node=%s" % NODE, *lab.extra)
+            result = json.loads((lab.state / "diagnosis.json").read_text())
+            assert result["node"] == NODE and result["first_broken"] == "container-runtime"
+            layer = [l for l in result["layers"] if l["layer"] == "container-runtime"][0]
+            evidence = json.dumps(layer["evidence"])
+            assert "default_runtime_name" in evidence and "io.containerd.grpc.v1.cri" in evidence
+            page.wait_for("(document.querySelector('#diagnosis [data-first-broken=\"true\"]') || {dataset: {}})"
+                          ".dataset.layer === 'container-runtime'", "the reboot's diagnosis on the board", timeout=30)
+            assert page.evaluate("window.__sameDocument") == "yes", "the page was reloaded"
+            page.screenshot(str(tmp_path / "board-after-reboot.png"))
+            page.close()
+    finally:
+        play("playbooks/board.yml", "-e", "state=absent", *board, check=False)
 
 
 def test_graded_fix(lab):
