@@ -183,6 +183,11 @@ def test_a_second_pass_hides_nothing_more(tmp_path):
     ("helm registry login reg.example --username u -p=pw-5", "helm registry login reg.example --username u -p=%s" % M,
      "secret-flag"),
     ("mysql -u root -pMyPass123 app", "mysql -u root -p%s app" % M, "secret-flag"),
+    ("pulling with key nvapi-" + "A2p0J7jEUTGOyxcj20NMsKZs6vv_5pQBNvPpAxtrgnw" + " now",
+     "pulling with key %s now" % M, "known-token"),
+    ("cloned with ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + " ok", "cloned with %s ok" % M, "known-token"),
+    ("hf_" + "abcdefghijklmnopqrstuvwxyzABCDEFGH", M, "known-token"),
+    ("slack xoxb-" + "123456789012-1234567890123-AbCdEfGh" + " posted", "slack %s posted" % M, "known-token"),
     ("https://u:p%40ss@host/path", "https://%s@host/path" % M, "url-credentials"),
     ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic %s" % M, "http-auth-header"),
     ("curl -H 'authorization: Bearer tok-abcdefghijklmnop'", "curl -H 'authorization: Bearer %s'" % M,
@@ -221,6 +226,8 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     "kubectl port-forward -p 8080 svc/x",
     "https://user@registry.example/v2/",
     "automountServiceAccountToken: false",
+    "mkfs on /dev/disk-by-id/nvme-Samsung_SSD_980_PRO_1TB_S5GXNX0T123456",
+    "container gpu-burn-sk-test started",
 ])
 def test_what_the_diagnosis_needs_stays(text):
     counts = {}

@@ -44,6 +44,12 @@ _URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/:@\"'<>]*):([^\s/\"'<>]
 _LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)"
                       r"[ \t]+login\b[^\n]*?[ \t]-p(?:=|[ \t]+))([^\s\"']+|\"[^\"\n]*\"|'[^'\n]*')")
 _MYSQL_P = re.compile(r"(\bmysql(?:dump|admin|import|show|check)?\b[^\n|;&]*?[ \t]-p)([^\s\"';&|]+)")
+# tokens known by their prefix, wherever they stand (no name before them): NVIDIA API keys
+# (build.nvidia.com / NGC, "nvapi-"), GitHub, GitLab, Slack, Hugging Face, Google API keys,
+# OpenAI/Anthropic keys - prefixes as gitleaks' rules and the vendors' docs give them
+_KNOWN = re.compile(r"(?<![A-Za-z0-9_-])(?:nvapi-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}"
+                    r"|github_pat_[A-Za-z0-9_]{40,}|glpat-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}"
+                    r"|hf_[A-Za-z0-9]{30,}|AIza[0-9A-Za-z_-]{35}|sk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{32,})")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*")
 _AWS_ID = re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])"
@@ -56,7 +62,8 @@ _QUOTED_KEY = re.compile(r"(\\?[\"'])([A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
 _YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
 _BLOCK = re.compile(r"^[|>][+-]?[0-9]?[ \t]*(#.*)?$")
 _NOT_SECRET_WORDS = {"null", "~", "true", "false", "none", "nil", "yes", "no", '""', "''"}
-_TRIGGER = re.compile(r"[=:]|-----BEGIN|eyJ|(?i:bearer)|A[A-Z]{3}[A-Z0-9]{16}|(?:^|[^\w-])-")
+_TRIGGER = re.compile(r"[=:]|-----BEGIN|eyJ|(?i:bearer)|A[A-Z]{3}[A-Z0-9]{16}|(?:^|[^\w-])-"
+                      r"|gh[pousr]_|github_pat_|hf_|AIza|nvapi-|glpat-|xox[abposr]-|sk-")
 
 
 def _quoted(value):
@@ -106,6 +113,7 @@ class Redactor(object):
             text = _URL.sub(lambda m: self._url(m, hit), text)
         if "eyJ" in text:
             text = _JWT.sub(lambda m: self._whole(m, "jwt", hit), text)
+        text = _KNOWN.sub(lambda m: self._whole(m, "known-token", hit), text)
         if _AWS_ID.search(text):
             lines = text.split("\n")
             for number, line in enumerate(lines):

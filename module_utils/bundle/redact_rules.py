@@ -33,6 +33,9 @@ BUILTIN_RULES = [
     ("aws-secret-key", "a 40-character AWS secret key on a line with an AWS access key id"),
     ("pem-private-key", "the body of a PEM private key block (BEGIN/END lines kept)"),
     ("jwt", "JSON Web Tokens (eyJ...eyJ...signature), e.g. service account tokens"),
+    ("known-token", "tokens known by their prefix wherever they stand: NVIDIA API keys (nvapi-...), "
+                    "GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab (glpat-), Slack (xoxb- ...), "
+                    "Hugging Face (hf_), Google API keys (AIza...), OpenAI/Anthropic keys (sk-...)"),
 ]
 BUILTIN_NAMES = [name for name, _what in BUILTIN_RULES]
 # the collector's own object rules (cluster_side.redact): reported under these names
