@@ -199,6 +199,8 @@ def test_page_follows_the_lab_without_reload(lab, browser, tmp_path):
     assert code == 0, started
     page = browser.open(started["url"])
     page.evaluate("window.__sameDocument = 'yes'")
+    # the style sheet holds whole (nothing escaped in it): the body's font is the sheet's
+    assert page.evaluate("getComputedStyle(document.body).fontFamily").startswith("system-ui")
     # nothing graded yet: the eight steps, none graded
     steps = page.evaluate(STEPS_JS)
     assert [s[0] for s in steps] == [str(n) for n in range(1, 9)]

@@ -78,6 +78,12 @@ def test_bundle_page_draws_the_six_layers_and_marks_the_broken_one(module_runner
                             "e => [e.dataset.layer, getComputedStyle(e).borderTopColor]))")
     assert colours["container-runtime"] == "rgb(179, 38, 30)"
     assert colours["scheduling"] == "rgb(31, 122, 58)"
+    # every rule of the style sheet holds - none lost to escaping ("Segoe UI" as &#34;, `>` as &gt;)
+    styled = page.evaluate("(() => { const t = document.querySelector('.node-frame > .frame-title');"
+                           " return [getComputedStyle(document.body).fontFamily, getComputedStyle(t).position,"
+                           " getComputedStyle(document.querySelector('code')).fontFamily]; })()")
+    assert styled[0].startswith("system-ui") and '"Segoe UI"' in styled[0], styled
+    assert styled[1] == "absolute" and styled[2].startswith("ui-monospace"), styled
 
     # the node facts behind it, each with where it was read
     facts = page.evaluate("Object.fromEntries([...document.querySelectorAll('[data-fact]')].map("

@@ -154,7 +154,7 @@ DIAGNOSIS_PAGE = r"""<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>GPU diagnosis{{ ' of Pod ' ~ d.pod if d.pod else '' }} - {{ d.first_broken or 'no layer broken' }}</title>
-<style>{{ style }}</style>
+<style>{{ style | safe }}</style>
 </head>
 <body>
 <h1>GPU diagnosis{{ ' of Pod ' ~ d.pod if d.pod else ' of node ' ~ d.node }}</h1>
@@ -178,7 +178,7 @@ BOARD_PAGE = r"""<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }}</title>
-<style>{{ style }}</style>
+<style>{{ style | safe }}</style>
 </head>
 <body>
 <span id="live" class="live" data-state="starting">live</span>
