@@ -17,6 +17,7 @@ import urllib.request
 import pytest
 
 from ansible.module_utils.grader import classroom
+from ansible.module_utils.report import board_control
 from ansible.module_utils.diagnosis.verdict import LAYERS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -31,6 +32,11 @@ STEPS_JS = ("[...document.querySelectorAll('#steps tr[data-step]')].map(r => [r.
 HOSTS_JS = ("[...document.querySelectorAll('#classroom tr[data-host]')].map(r => ({host: r.dataset.host,"
             " status: r.dataset.status, lab: r.dataset.lab, text: r.innerText,"
             " cells: Object.fromEntries([...r.querySelectorAll('td[data-step]')].map(c => [c.dataset.step, c.dataset.state]))}))")
+
+
+def own(state):
+    """The board's own folder for a state folder (pid, settings, log): outside the lab."""
+    return pathlib.Path(board_control.files_dir(str(state)))
 
 
 def free_port():
@@ -109,13 +115,17 @@ def test_board_process_start_rerun_status_stop(lab):
     code, started = board("ensure", "--state-dir", state, "--port", port, "--poll-seconds", "0.5")
     assert code == 0 and started["changed"] and started["url"] == "http://127.0.0.1:%d/" % port
     pid = started["pid"]
-    assert (state / "board.pid").read_text().strip() == str(pid)
+    assert (own(state) / "board.pid").read_text().strip() == str(pid)
     # detached: its own session, not a child of ours
     assert os.getsid(pid) == pid
     code, again = board("ensure", "--state-dir", state, "--port", port, "--poll-seconds", "0.5")
     assert code == 0 and again["changed"] is False and again["pid"] == pid
     assert board("status", "--state-dir", state)[1] == {"changed": False, "running": True, "pid": pid,
-                                                       "url": started["url"]}
+                                                       "url": started["url"], "files": str(own(state))}
+    # the board writes nothing in the lab: its pid, settings and log are in a folder of its own
+    assert os.listdir(state) == [] and started["files"] == str(own(state))
+    assert sorted(os.listdir(own(state))) == ["board.json", "board.log", "board.pid"]
+    assert os.stat(own(state)).st_mode & 0o777 == 0o700
     # check mode (--dry-run) of other settings: says it would restart, does nothing
     code, dry = board("ensure", "--state-dir", state, "--port", port, "--title", "x", "--dry-run")
     assert code == 0 and dry["changed"] and dry["msg"].startswith("would restart")
@@ -129,10 +139,38 @@ def test_board_process_start_rerun_status_stop(lab):
     assert code == 0 and restarted["changed"] and restarted["pid"] != pid
     assert not os.path.exists("/proc/%d" % pid) or "serve" not in open("/proc/%d/cmdline" % pid).read()
     code, stopped = board("ensure", "--state", "absent", "--state-dir", state, "--port", port)
-    assert code == 0 and stopped["changed"] and not (state / "board.pid").exists()
+    assert code == 0 and stopped["changed"] and not (own(state) / "board.pid").exists()
     assert board("status", "--state-dir", state)[1]["running"] is False
     code, again = board("ensure", "--state", "absent", "--state-dir", state, "--port", port)
     assert code == 0 and again["changed"] is False
+
+
+def test_a_board_of_an_earlier_version_is_found_and_stopped(lab):
+    """An earlier version kept board.pid and board.json in the state folder: absent still stops it."""
+    state, port = lab
+    code, started = board("ensure", "--state-dir", state, "--port", port)
+    assert code == 0
+    for name in ("board.pid", "board.json"):
+        os.replace(own(state) / name, state / name)
+    assert board("status", "--state-dir", state)[1]["pid"] == started["pid"]
+    code, stopped = board("ensure", "--state", "absent", "--state-dir", state, "--port", port)
+    assert code == 0 and stopped["changed"] and not (state / "board.pid").exists()
+    assert not os.path.exists("/proc/%d" % started["pid"]) or "serve" not in open(
+        "/proc/%d/cmdline" % started["pid"]).read()
+
+
+def test_a_board_folder_that_is_not_the_user_s_alone_is_refused(lab, tmp_path):
+    state, port = lab
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    planted = own(state)
+    planted.symlink_to(decoy)        # planted where the board keeps its pid
+    try:
+        code, answer = board("ensure", "--state-dir", state, "--port", port)
+        assert code == 1 and "is not a folder of this user's alone" in answer["msg"]
+        assert os.listdir(decoy) == []
+    finally:
+        planted.unlink()
 
 
 def test_port_in_use_is_refused_plainly(lab, tmp_path):
@@ -148,7 +186,7 @@ def test_port_in_use_is_refused_plainly(lab, tmp_path):
     assert code == 1 and answer["failed"]
     assert answer["msg"] == ("port %d on 127.0.0.1 is in use by another program; give the board another "
                              "port: -e lab_board_port=PORT" % port)
-    assert not (state / "board.pid").exists()
+    assert not (own(state) / "board.pid").exists()
     # another lab's board on that port is named
     assert board("ensure", "--state-dir", state, "--port", port)[0] == 0
     other = tmp_path / "other"
@@ -280,10 +318,10 @@ def test_playbook_rerun_check_mode_absent(lab, tmp_path, browser):
     code, text, recap = playbook(*extra)
     assert code == 0 and "changed=1" in recap, text
     assert "http://127.0.0.1:%d/" % port in text
-    pid = int((state / "board.pid").read_text())
+    pid = int((own(state) / "board.pid").read_text())
     code, text, recap = playbook(*extra)
     assert code == 0 and "changed=0" in recap, text
-    assert int((state / "board.pid").read_text()) == pid
+    assert int((own(state) / "board.pid").read_text()) == pid
     page = browser.open("http://127.0.0.1:%d/" % port)
     assert "the cluster is not there" in page.evaluate("document.getElementById('nodes').innerText")
     page.close()
@@ -329,3 +367,22 @@ def test_playbook_with_a_classroom_inventory(lab, tmp_path, browser):
     assert hosts["trainee-03"]["status"] == "not-graded"
     page.screenshot(str(tmp_path / "board-classroom.png"))
     page.close()
+
+
+def test_teardown_stops_the_board(lab, tmp_path):
+    """playbooks/teardown.yml leaves no process of the lab behind - the board is one."""
+    state, port = lab
+    name = "board-td-%d" % port
+    extra = ["-e", "lab_state_dir=%s" % state, "-e", "lab_kubeconfig=%s" % (tmp_path / "none.yaml"),
+             "-e", "lab_board_port=%d" % port, "-e", "lab_cluster_name=%s" % name,
+             "-e", "lab_root=%s" % (tmp_path / "gpuop")]
+    code, text, _recap = playbook(*extra)
+    assert code == 0, text
+    pid = board("status", "--state-dir", state)[1]["pid"]
+    assert pid
+    out = subprocess.run([PLAYBOOK, "playbooks/teardown.yml"] + extra, cwd=str(ROOT), capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Teardown | Stop the lab's board" in out.stdout
+    assert board("status", "--state-dir", state)[1]["running"] is False
+    assert not os.path.exists("/proc/%d" % pid) or "serve" not in open("/proc/%d/cmdline" % pid).read()

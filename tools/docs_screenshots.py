@@ -111,6 +111,11 @@ def main():
         page_path.write_text(diagnosis_html(incident_diagnosis(bundle), str(bundle), str(page_path)))
         if args.state_dir:
             state, classroom_dir, trainees = pathlib.Path(args.state_dir), args.classroom_dir, args.trainee
+            mine = board("status", "--state-dir", state)
+            if mine.get("running"):   # its own board would be restarted with these settings, then stopped
+                raise SystemExit("%s already has a board running (pid %s, %s): shoot that one with your browser, "
+                                 "or stop it first (ansible-playbook playbooks/board.yml -e state=absent)"
+                                 % (state, mine["pid"], mine["url"]))
         else:
             state, classroom_dir, trainees = demo_state(work, bundle)
         port = free_port()

@@ -5,8 +5,9 @@
 ``run(argv, launcher, module_utils)`` is what roles/lab_board/files/lab_board.py calls:
 
 - ``ensure --state present|absent --state-dir DIR --port N [...] [--dry-run]`` starts the board
-  detached (its own session, output to DIR/board.log), with its pid in DIR/board.pid and its
-  settings in DIR/board.json; a board already running with the same settings is left alone
+  detached (its own session), with its pid, its settings and its log in a folder of its own
+  outside the lab (files_dir: $XDG_RUNTIME_DIR or the temp folder, one per user and state
+  folder - the board writes nothing in the lab); a board already running with the same settings is left alone
   (changed false); other settings restart it. ``absent`` stops it (TERM, then KILL after a
   bounded wait) and removes the pid file. A port in use is refused naming who holds it.
   ``--dry-run`` (check mode) says what it would do and does nothing.
@@ -18,13 +19,16 @@ Every answer is one JSON line: {changed, running, pid, url, msg} or {failed: tru
 
 import argparse
 import errno
+import hashlib
 import http.client
 import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -35,6 +39,34 @@ PID_FILE = "board.pid"
 INFO_FILE = "board.json"
 LOG_FILE = "board.log"
 POLL = 0.1   # seconds between two looks of a bounded wait
+LOG_LIMIT = 1 << 20   # a log past this size starts afresh at the next start
+
+
+def files_dir(state_dir, create=False):
+    """The board's own folder for a state folder: pid, settings, log - never in the lab.
+    ${LAB_BOARD_RUN_DIR:-${XDG_RUNTIME_DIR:-/tmp}}/gpu-incident-lab-board-<uid>-<sha1 of the
+    state folder>; made 0700, refused when it is not a folder of this user's alone."""
+    base = os.environ.get("LAB_BOARD_RUN_DIR") or os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    digest = hashlib.sha1(os.path.abspath(state_dir).encode()).hexdigest()[:12]
+    path = os.path.join(base, "gpu-incident-lab-board-%d-%s" % (os.getuid(), digest))
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ControlError("%s is not a folder of this user's alone (a link, another owner or open to others): "
+                           "the board keeps its pid there - remove it, or set LAB_BOARD_RUN_DIR" % path)
+    return path
+
+
+def legacy(state_dir, name):
+    """Where a board of an earlier version kept its files: in the state folder itself."""
+    return os.path.join(state_dir, name)
 
 
 class ControlError(Exception):
@@ -102,18 +134,24 @@ def process_of(pid, state_dir):
 
 def running(state_dir):
     """(pid, info) of this state folder's board, or (None, info-or-None) when none runs."""
-    info = None
-    try:
-        with open(os.path.join(state_dir, INFO_FILE), encoding="utf-8") as handle:
-            info = json.load(handle)
-    except (OSError, ValueError):
-        pass
-    try:
-        with open(os.path.join(state_dir, PID_FILE), encoding="utf-8") as handle:
-            pid = int(handle.read().strip())
-    except (OSError, ValueError):
-        return None, info
-    return (pid, info) if process_of(pid, state_dir) else (None, info)
+    found = (None, None)
+    for folder in (files_dir(state_dir), state_dir):
+        info = None
+        try:
+            with open(os.path.join(folder, INFO_FILE), encoding="utf-8") as handle:
+                info = json.load(handle)
+        except (OSError, ValueError):
+            pass
+        try:
+            with open(os.path.join(folder, PID_FILE), encoding="utf-8") as handle:
+                pid = int(handle.read().strip())
+        except (OSError, ValueError):
+            found = found if found[1] is not None else (None, info)
+            continue
+        if process_of(pid, state_dir):
+            return pid, info
+        found = (None, info)
+    return found
 
 
 def healthz(port, timeout=1.0):
@@ -173,7 +211,7 @@ def wait_for(what, check, seconds):
 
 def log_tail(state_dir, lines=5):
     try:
-        with open(os.path.join(state_dir, LOG_FILE), encoding="utf-8", errors="replace") as handle:
+        with open(os.path.join(files_dir(state_dir), LOG_FILE), encoding="utf-8", errors="replace") as handle:
             return " / ".join(handle.read().strip().splitlines()[-lines:])
     except OSError:
         return "(no log)"
@@ -194,11 +232,18 @@ def stop(pid, state_dir, seconds=10.0):
         wait_for("board pid %d to exit after KILL" % pid, lambda: not process_of(pid, state_dir), seconds)
 
 
+def pid_files(state_dir):
+    """The pid and settings files of this state folder's board that exist (its own folder's, and
+    an earlier version's in the state folder)."""
+    here = [os.path.join(files_dir(state_dir), n) for n in (PID_FILE, INFO_FILE)]
+    return [p for p in here + [legacy(state_dir, n) for n in (PID_FILE, INFO_FILE)] if os.path.exists(p)]
+
+
 def remove_files(state_dir):
     removed = False
-    for name in (PID_FILE, INFO_FILE):
+    for path in pid_files(state_dir):
         try:
-            os.unlink(os.path.join(state_dir, name))
+            os.unlink(path)
             removed = True
         except FileNotFoundError:
             pass
@@ -209,9 +254,11 @@ def start(args, launcher, module_utils, state_dir):
     problem = port_problem(args.port)
     if problem:
         raise ControlError(problem)
-    os.makedirs(state_dir, exist_ok=True)
+    own = files_dir(state_dir, create=True)
+    log_path = os.path.join(own, LOG_FILE)
     command = [sys.executable, launcher, "--module-utils", module_utils] + serve_args(args)
-    with open(os.path.join(state_dir, LOG_FILE), "ab") as log:
+    too_big = os.path.exists(log_path) and os.path.getsize(log_path) > LOG_LIMIT
+    with open(log_path, "wb" if too_big else "ab") as log:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                  cwd="/", start_new_session=True, close_fds=True)
 
@@ -227,8 +274,8 @@ def start(args, launcher, module_utils, state_dir):
         if child.poll() is None:
             child.kill()
         raise
-    write_atomic(os.path.join(state_dir, PID_FILE), "%d\n" % child.pid)
-    write_atomic(os.path.join(state_dir, INFO_FILE), json.dumps(
+    write_atomic(os.path.join(own, PID_FILE), "%d\n" % child.pid)
+    write_atomic(os.path.join(own, INFO_FILE), json.dumps(
         {"pid": child.pid, "url": "http://%s:%d/" % (HOST, args.port), "config": config_of(args)}, indent=1) + "\n")
     return child.pid
 
@@ -239,7 +286,7 @@ def ensure(args, launcher, module_utils):
     pid, info = running(state_dir)
     if args.state == "absent":
         if pid is None:
-            stale = any(os.path.exists(os.path.join(state_dir, n)) for n in (PID_FILE, INFO_FILE))
+            stale = bool(pid_files(state_dir))
             if stale and not args.dry_run:
                 remove_files(state_dir)
             return {"changed": stale, "running": False, "pid": None, "url": None,
@@ -253,7 +300,7 @@ def ensure(args, launcher, module_utils):
     if same:
         who = healthz(args.port)
         if isinstance(who, dict) and who.get("pid") == pid:
-            return {"changed": False, "running": True, "pid": pid, "url": url,
+            return {"changed": False, "running": True, "pid": pid, "url": url, "files": files_dir(state_dir),
                     "msg": "the board is running (pid %s): %s" % (pid, url)}
     verb = "restart" if pid is not None else "start"
     if args.dry_run:
@@ -262,7 +309,7 @@ def ensure(args, launcher, module_utils):
     if pid is not None:
         stop(pid, state_dir)
     new = start(args, launcher, module_utils, state_dir)
-    return {"changed": True, "running": True, "pid": new, "url": url,
+    return {"changed": True, "running": True, "pid": new, "url": url, "files": files_dir(state_dir),
             "msg": "%s the board (pid %s): %s" % ("restarted" if pid else "started", new, url)}
 
 
@@ -304,7 +351,7 @@ def run(argv, launcher, module_utils, out):
             state_dir = os.path.abspath(args.state_dir)
             pid, info = running(state_dir)
             return 0, {"changed": False, "running": pid is not None, "pid": pid,
-                       "url": (info or {}).get("url") if pid else None}
+                       "url": (info or {}).get("url") if pid else None, "files": files_dir(state_dir)}
         if not 1 <= args.port <= 65535:
             raise ControlError("port %d is not a TCP port (1-65535)" % args.port)
         return 0, ensure(args, launcher, module_utils)

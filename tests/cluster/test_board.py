@@ -18,6 +18,7 @@ import time
 import pytest
 
 from ansible.module_utils.diagnosis.verdict import LAYERS
+from ansible.module_utils.report.board_control import files_dir
 from lab_clusters import kwok_cluster  # noqa: E402  (tests/cluster/lab_clusters.py)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -97,7 +98,7 @@ def test_board_follows_grade_drill_and_diagnosis(lab, browser):
     assert code == 0 and "changed=1" in recap, text
     url = "http://127.0.0.1:%d/" % lab["port"]
     assert url in text
-    assert (lab["state"] / "board.pid").exists()
+    assert (pathlib.Path(files_dir(str(lab["state"]))) / "board.pid").exists()
     code, text, recap = playbook(lab, "playbooks/board.yml")
     assert code == 0 and "changed=0" in recap, text
     code, text, recap = playbook(lab, "playbooks/board.yml", "--check")
@@ -167,7 +168,7 @@ def test_board_follows_grade_drill_and_diagnosis(lab, browser):
     assert code == 0 and html.read_bytes() == before
 
     # the board wrote nothing in the lab folder; stopping it leaves no process
-    pid = int((lab["state"] / "board.pid").read_text())
+    pid = int((pathlib.Path(files_dir(str(lab["state"]))) / "board.pid").read_text())
     code, text, recap = playbook(lab, "playbooks/board.yml", "-e", "state=absent")
     assert code == 0 and "changed=1" in recap, text
     wait("the board process gone", lambda: not os.path.exists("/proc/%d" % pid)
