@@ -415,8 +415,8 @@ def test_reboot_not_ready_then_diagnosed(lab, tmp_path):
             out, _ = play("playbooks/reboot.yml", *lab.extra)
             assert "no corresponding runtime configured in `containerd.runtimes`" in flat(out.stdout)
             assert lab.ready() in ("False", "Unknown")
-            page.wait_for(ROW + ".dataset.ready !== 'True'", "lab-node-1 not Ready on the board after the reboot",
-                          timeout=30)
+            page.wait_for("['False', 'Unknown'].includes(" + ROW + ".dataset.ready)",
+                          "lab-node-1 not Ready (False or Unknown) on the board after the reboot", timeout=30)
 
             out, _ = play("playbooks/diagnose.yml", "-e", "node=%s" % NODE, *lab.extra)
             result = json.loads((lab.state / "diagnosis.json").read_text())
