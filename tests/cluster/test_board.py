@@ -167,7 +167,10 @@ def test_board_follows_grade_drill_and_diagnosis(lab, browser):
     code, text, recap = playbook(lab, "playbooks/diagnose.yml")
     assert code == 0 and html.read_bytes() == before
 
-    # the board wrote nothing in the lab folder; stopping it leaves no process
+    # the board wrote nothing in the lab: no file of its own in the state folder or the lab folder
+    # (what is there, grade.yml, drill.yml and diagnose.yml wrote); stopping it leaves no process
+    assert not [p for p in list(lab["state"].rglob("*")) + list(lab["root"].rglob("*"))
+                if p.name.startswith("board")], "the board wrote into the lab"
     pid = int((pathlib.Path(files_dir(str(lab["state"]))) / "board.pid").read_text())
     code, text, recap = playbook(lab, "playbooks/board.yml", "-e", "state=absent")
     assert code == 0 and "changed=1" in recap, text
