@@ -3,6 +3,9 @@
 
     tools/lab_snapshot.py save FILE      record the lab under the default names (or its absence)
     tools/lab_snapshot.py compare FILE   the same lab, again: exit 1 naming every difference
+    tools/lab_snapshot.py require-real   exit 1 unless that lab runs whole: every node Ready and
+                                         lab-node-1 real (its containerd, kubelet, namespace) -
+                                         .ci/run checks it before the tests run beside it
 
 `make test` saves a snapshot first and compares it last, so a run of the test suite beside a
 user's lab (README: the tests may run beside a lab) fails when any test read-write touched it.
@@ -159,9 +162,34 @@ def differences(before, after, path=""):
     return []
 
 
+def missing_for_real(snap):
+    """What keeps this lab from being the whole one (every node Ready, lab-node-1 real)."""
+    missing = [where for where, there in snap["exists"].items() if not there]
+    listed = snap.get("nodes") or {}
+    if "error" in listed:
+        missing.append("the API server: %s" % listed["error"])
+    else:
+        missing += ["node %s Ready (it is %s)" % (n, r) for n, r in sorted(listed.items()) if r != "True"]
+        missing += ["node %s" % n for n in ("lab-node-0", "lab-node-1", "lab-node-2") if n not in listed]
+    node = snap.get("real node") or {"processes": {}}
+    for name in ("containerd.pid", "kubelet.pid", "holder.pid"):
+        if not (node["processes"].get(name) or {}).get("alive"):
+            missing.append("lab-node-1's %s process (the lab fell back to kwok?)" % name.split(".")[0])
+    if not node.get("netns"):
+        missing.append("lab-node-1's network namespace")
+    return missing
+
+
 def main(argv):
+    if len(argv) == 2 and argv[1] == "require-real":
+        missing = missing_for_real(snapshot())
+        if missing:
+            print("lab_snapshot: the lab %s is not whole: no %s" % (CLUSTER, "; no ".join(missing)))
+            return 1
+        print("lab_snapshot: the lab %s runs whole: every node Ready, lab-node-1 real" % CLUSTER)
+        return 0
     if len(argv) != 3 or argv[1] not in ("save", "compare"):
-        sys.stderr.write("usage: lab_snapshot.py save|compare FILE\n")
+        sys.stderr.write("usage: lab_snapshot.py save|compare FILE | require-real\n")
         return 2
     now = snapshot()
     if argv[1] == "save":
