@@ -379,6 +379,19 @@ def test_a_dead_containerd_is_named_with_its_status_and_log(lab):
     assert "(the log is empty)" not in said and lab.ready() == "True"
 
 
+def test_a_dead_kubelet_is_named_with_its_status_and_log(lab):
+    """The kubelet too (issue 34: containerd or the kubelet): how it ended and its log's last lines."""
+    pid = (lab.node_dir / "kubelet.pid").read_text().strip()
+    os.kill(int(pid), signal.SIGKILL)
+    lab.wait("the supervisor's record of the kubelet's end", lambda: (lab.node_dir / "kubelet.exit").exists(), 10)
+    assert (lab.node_dir / "kubelet.exit").read_text().strip() == "137"
+    out, _ = play("lab.yml", *lab.extra)
+    said = flat(out.stdout)
+    assert ("kubelet was not running: kubelet (pid %s) was killed by signal 9 (SIGKILL, exit status 137); "
+            "the last lines of its log %s/kubelet.log:" % (pid, lab.node_dir)) in said, said[-3000:]
+    assert "(the log is empty)" not in said and lab.ready() == "True"
+
+
 def test_kill_and_rerun_brings_the_node_back(lab):
     for name in ("containerd", "kubelet"):
         os.kill(int((lab.node_dir / ("%s.pid" % name)).read_text()), signal.SIGKILL)
