@@ -672,7 +672,11 @@ def test_two_labs_of_one_name_side_by_side_and_one_goes_alone(lab, tmp_path):
 
 def test_teardown_leaves_nothing(lab):
     env = lab.env()
+    graded_before = (lab.state / "grade-report.json").read_bytes()
     play("playbooks/teardown.yml", *lab.extra)
+    # the lab's records no longer describe a running lab: kept under ended/<time>/, not in a new lab's way
+    assert not (lab.state / "grade-report.json").exists() and not (lab.state / "drill.json").exists()
+    assert [p.read_bytes() for p in lab.state.glob("ended/*/grade-report.json")] == [graded_before]
     cid = env["CLUSTER_ID"]
     assert "gil-" + cid not in sh("ip", "netns", "list").stdout
     assert "gil%sh" % cid not in sh("ip", "link").stdout
