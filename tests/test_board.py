@@ -386,3 +386,32 @@ def test_teardown_stops_the_board(lab, tmp_path):
     assert "Teardown | Stop the lab's board" in out.stdout
     assert board("status", "--state-dir", state)[1]["running"] is False
     assert not os.path.exists("/proc/%d" % pid) or "serve" not in open("/proc/%d/cmdline" % pid).read()
+
+
+def test_a_fleet_costs_one_page_of_nodes_each_poll(tmp_path):
+    """The board asks for one page of nodes (limit) each poll and says how many more there are:
+    a fleet of 5000 kwok nodes is not listed whole every two seconds."""
+    from ansible.module_utils.report.board import NODE_ROWS, Board, Settings
+    from ansible.module_utils.report.render import board_body
+
+    asked = []
+
+    class Api(object):
+        def get(self, path, params=None):
+            asked.append((path, dict(params or {})))
+            names = ["lab-node-%d" % i for i in range(5000)]
+            page = sorted(names)[:params["limit"]]
+            return {"items": [{"metadata": {"name": n}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+                              for n in page],
+                    "metadata": {"continue": "token", "remainingItemCount": 5000 - len(page)}}
+
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text("{}\n")
+    board_ = Board(Settings(tmp_path, 1, kubeconfig=str(kubeconfig)))
+    board_._kube = Api()   # pylint: disable=protected-access
+    nodes = board_.nodes()
+    assert asked == [("/api/v1/nodes", {"limit": NODE_ROWS})]
+    assert len(nodes["rows"]) == NODE_ROWS and nodes["more"] == 5000 - NODE_ROWS
+    assert "lab-node-1" in [r["name"] for r in nodes["rows"]]
+    html = board_body(board_.context())
+    assert 'data-more-nodes="%d"' % (5000 - NODE_ROWS) in html and "%d more not shown" % (5000 - NODE_ROWS) in html

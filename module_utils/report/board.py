@@ -31,6 +31,7 @@ HOST = "127.0.0.1"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 STEP_KEYS = [str(n) for n in range(1, 9)]
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+NODE_ROWS = 100   # nodes shown; a bigger cluster says how many more there are
 
 
 def clock(mtime):
@@ -183,7 +184,7 @@ class Board(object):
     def nodes(self):
         s = self.settings
         facts = self.facts()
-        out = {"rows": [], "problem": None, "facts_name": os.path.basename(s.facts_file)}
+        out = {"rows": [], "problem": None, "more": None, "facts_name": os.path.basename(s.facts_file)}
         if not s.kubeconfig:
             out["problem"] = "no kubeconfig given: the cluster's nodes are not shown"
             return out
@@ -192,7 +193,11 @@ class Board(object):
                               "ansible-playbook lab.yml" % s.kubeconfig)
             return out
         try:
-            items = self.kube().items("/api/v1/nodes")
+            # one page each poll (the API lists by name): a fleet of thousands costs one small GET
+            page = self.kube().get("/api/v1/nodes", params={"limit": NODE_ROWS}) or {}
+            items = page.get("items") or []
+            left = (page.get("metadata") or {}).get("remainingItemCount")
+            out["more"] = left if left else (None if not (page.get("metadata") or {}).get("continue") else "more")
         # any failure is shown on the page, and the board goes on
         except Exception as exc:  # pylint: disable=broad-except
             self._kube = None

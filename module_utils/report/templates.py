@@ -240,6 +240,8 @@ BOARD_BODY = r"""
   </tr>
   {%- endfor %}
 </table>
+{%- if nodes.more %}<p class="muted" data-more-nodes="{{ nodes.more }}">The first {{ nodes.rows | length }} nodes by name;
+  {% if nodes.more == 'more' %}more{% else %}{{ nodes.more }} more{% endif %} not shown (kubectl get nodes lists them all).</p>{% endif %}
 {%- endif %}
 </section>
 <section id="steps">
