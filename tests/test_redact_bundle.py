@@ -157,7 +157,30 @@ def test_a_second_pass_hides_nothing_more(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the rules, one by one
+# containerd 1.6.20's own "Start cri plugin with config %+v" line (the corpus' containerd.log), its
+# Registry part as it reads with registry auth set: Auths values and Configs' AuthConfig in Go's %+v
+CRI_LINE = [line for line in (CORPUS / "lab-node-1-incident/nodes/lab-node-1/containerd.log").read_text().splitlines()
+            if "Start cri plugin with config" in line][0]
+EMPTY_REGISTRY = "Registry:{ConfigPath: Mirrors:map[] Configs:map[] Auths:map[] Headers:map[]}"
+assert EMPTY_REGISTRY in CRI_LINE
+GO_REGISTRY = ("Registry:{ConfigPath: Mirrors:map[] Configs:map[nvcr.io:{Auth:0xc0001a2b40 TLS:<nil>}] "
+               "Auths:map[https://registry.corp:{Username:gouser1 Password:GO PW1 Auth:R09BVVRIMQ== "
+               "IdentityToken:GOIDTOK1}] Headers:map[Authorization:[Basic R09IRFIx] X-Custom:[GOHDR1]]}")
+GO_REGISTRY_HIDDEN = ("Registry:{ConfigPath: Mirrors:map[] Configs:map[nvcr.io:{Auth:0xc0001a2b40 TLS:<nil>}] "
+                      "Auths:map[https://registry.corp:{Username:%s Password:%s Auth:%s IdentityToken:%s}] "
+                      "Headers:map[Authorization:[%s] X-Custom:[%s]]}" % ((M,) * 6))
+
+
 @pytest.mark.parametrize("text,expected,rule", [
+    (CRI_LINE.replace(EMPTY_REGISTRY, GO_REGISTRY), CRI_LINE.replace(EMPTY_REGISTRY, GO_REGISTRY_HIDDEN),
+     {"registry-auth": 4, "registry-header": 2}),
+    ("I0101 remote_image.go:1] PullImage &AuthConfig{Username:u1,Password:HUNTER2PW,Auth:dXNl,"
+     "ServerAddress:nvcr.io,IdentityToken:IDTOK,RegistryToken:,}",
+     "I0101 remote_image.go:1] PullImage &AuthConfig{Username:%s,Password:%s,Auth:%s,"
+     "ServerAddress:nvcr.io,IdentityToken:%s,RegistryToken:,}" % (M, M, M, M), {"registry-auth": 4}),
+    ("auth config {Username:$oauthtoken Password:HUNTER2PW Auth: ServerAddress:nvcr.io}",
+     "auth config {Username:$oauthtoken Password:%s Auth: ServerAddress:nvcr.io}" % M, "secret-field"),
+    ("creds map[password:HUNTER2PW username:bob]", "creds map[password:%s username:bob]" % M, "secret-field"),
     ("--password=hunter22 -v", "--password=%s -v" % M, "secret-flag"),
     ("--api-token abc123xyz --debug", "--api-token %s --debug" % M, "secret-flag"),
     ('--db-password "two words"', '--db-password "%s"' % M, "secret-flag"),
@@ -204,7 +227,7 @@ def test_a_second_pass_hides_nothing_more(tmp_path):
 def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule):
     counts = {}
     out = br.Redactor().text(text, lambda r, n=1: counts.__setitem__(r, counts.get(r, 0) + n))
-    assert (out, counts) == (expected, {rule: 1})
+    assert (out, counts) == (expected, rule if isinstance(rule, dict) else {rule: 1})
 
 
 @pytest.mark.parametrize("text", [

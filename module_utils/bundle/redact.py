@@ -29,6 +29,7 @@ import re
 
 from ansible.module_utils.bundle.redact_rules import (
     BUILTIN_RULES, MARKER, OBJECT_RULES, compile_rules, secret_name)
+from ansible.module_utils.bundle import redact_shapes
 
 
 # ----------------------------------------------------------------------------- text rules
@@ -107,6 +108,8 @@ class Redactor(object):
             return text
         if "PRIVATE KEY" in text:
             text = _PEM.sub(lambda m: self._pem(m, hit), text)
+        if ":" in text and ("{" in text or "[" in text):
+            text = redact_shapes.go_dumps(text, hit)
         text = _HEADER.sub(lambda m: self._keep(m, 4, "http-auth-header", hit, minimum=1 if m.group(3) else 8), text)
         text = _BEARER.sub(lambda m: self._keep(m, 2, "http-auth-header", hit), text)
         if "://" in text:

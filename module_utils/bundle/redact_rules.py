@@ -17,12 +17,15 @@ MARKER = "<redacted>"
 BUILTIN_RULES = [
     ("registry-auth", "containerd/CRI registry credentials: every field of a registry's auth "
                       "(username, password, auth, identitytoken) and of the deprecated auths, in "
-                      "config dump and crictl info"),
-    ("registry-header", "headers containerd adds to every registry request (registry.headers)"),
+                      "config dump and crictl info, and in Go's dump of them in containerd's log "
+                      "(Auths:map[...], &AuthConfig{...})"),
+    ("registry-header", "headers containerd adds to every registry request (registry.headers; "
+                        "Headers:map[...] of the config containerd logs)"),
     ("http-auth-header", "Authorization, Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token "
                          "header values and Bearer tokens"),
-    ("secret-field", "a JSON, TOML or YAML field (or a name/value pair) named for a password, "
-                     "token, secret, credential or an API/private/access key"),
+    ("secret-field", "a JSON, TOML or YAML field (or a name/value pair), or a field of Go's "
+                     "struct/map dump in a log (Password:...), named for a password, token, secret, "
+                     "credential or an API/private/access key"),
     ("secret-flag", "the value of --flag=value and --flag value where the flag names a password, "
                     "token, secret, key or credential; and -p of a registry login (docker, podman, "
                     "nerdctl, helm registry, skopeo, buildah, oras, crane) and mysql's -p<password>"),

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Text shapes of secrets beyond ``key=value`` and ``key: value`` lines, for redact.py's
+Redactor.text: Go's ``%+v`` struct and map dumps (containerd's "Start cri plugin with config" log
+line). Each function takes the text and hit(rule) and returns the text with the values hidden -
+MARKER in place of the value, names and punctuation kept.
+"""
+
+import re
+
+from ansible.module_utils.bundle.redact_rules import MARKER, secret_name
+
+_NOT_SECRET = {"", "null", "~", "true", "false", "none", "nil", "<nil>", "yes", "no", '""', "''"}
+
+
+def hideable(value):
+    """A value worth hiding: not empty, not the marker, not a word that says there is none."""
+    value = value.strip()
+    return value.lower() not in _NOT_SECRET and MARKER not in value
+
+
+def _closing(text, start):
+    """Where the bracket opened just before `start` closes (the line's end when it does not)."""
+    depth = 1
+    for pos in range(start, len(text)):
+        char = text[pos]
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return pos
+        elif char == "\n":
+            return pos
+    return len(text)
+
+
+# ----------------------------------------------------------------------------- Go %+v dumps
+# every field of a registry's AuthConfig (cri config, CRI's AuthConfig message) but its address
+_GO_AUTH_NAMES = r"Username|Password|Auth|Email|IdentityToken|RegistryToken"
+_GO_AUTH_FIELD = re.compile(r"(?<=[{ ,])(" + _GO_AUTH_NAMES + r"):(.*?)"
+                            r"(?=[ ,](?:" + _GO_AUTH_NAMES + r"|ServerAddress):|,?\})")
+# where AuthConfig values stand: the deprecated Auths map, Auth:{...} and &AuthConfig{...}
+_GO_AUTH_REGION = re.compile(r"\bAuths:map\[|\bAuth:&?[\w.]*\{|\bAuthConfig\{")
+_GO_HEADERS = re.compile(r"\bHeaders:map\[")
+_GO_HEADER = re.compile(r"(?<=[\[ ])([\w-]+):\[([^\]]*)\]")
+# any other field or map key named for a secret: Password:X, map[password:X]
+_GO_FIELD = re.compile(r"(?<=[{\[ ,])([A-Za-z]\w*):(?!map\[|[/ &{\[])([^\s,}\]]+)")
+_GO_POINTER = re.compile(r"0x[0-9a-f]+")
+
+
+def go_dumps(text, hit):
+    """Go's %+v of containerd's CRI config (and %v of CRI's AuthConfig) in a log line: every value
+    of a registry's auth (registry-auth), every header value of its Registry part
+    (registry-header); elsewhere a field or map key named for a secret (secret-field)."""
+    if "AuthConfig{" in text or "Auth:" in text or "Auths:map[" in text:
+        text = _regions(text, _GO_AUTH_REGION, lambda body: _GO_AUTH_FIELD.sub(
+            lambda m: _hide(m, 2, "registry-auth", hit), body))
+    if "Registry:{" in text and "Headers:map[" in text:
+        text = _regions(text, _GO_HEADERS, lambda body: _GO_HEADER.sub(
+            lambda m: _hide(m, 2, "registry-header", hit), body), inside="Registry:{")
+    return _GO_FIELD.sub(lambda m: m.group(0) if not secret_name(m.group(1)) or _GO_POINTER.fullmatch(m.group(2))
+                         else _hide(m, 2, "secret-field", hit), text)
+
+
+def _regions(text, opening, redact, inside=None):
+    """The text with each bracket `opening` opens, to where it closes, passed through redact();
+    `inside`: only where that text comes earlier on the same line."""
+    out, pos = [], 0
+    for m in opening.finditer(text):
+        if m.start() < pos:
+            continue
+        if inside is not None and inside not in text[text.rfind("\n", 0, m.start()) + 1:m.start()]:
+            continue
+        end = min(_closing(text, m.end()) + 1, len(text))
+        out.append(text[pos:m.end() - 1])
+        out.append(redact(text[m.end() - 1:end]))     # the brackets with it: a field's end is found
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _hide(m, group, rule, hit):
+    """The match with its group `group` as MARKER (counted), or as it was when not worth hiding."""
+    if not hideable(m.group(group)):
+        return m.group(0)
+    hit(rule)
+    start, end = m.span(group)
+    return m.group(0)[:start - m.start()] + MARKER + m.group(0)[end - m.start():]
