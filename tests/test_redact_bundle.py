@@ -181,6 +181,16 @@ GO_REGISTRY_HIDDEN = ("Registry:{ConfigPath: Mirrors:map[] Configs:map[nvcr.io:{
     ("auth config {Username:$oauthtoken Password:HUNTER2PW Auth: ServerAddress:nvcr.io}",
      "auth config {Username:$oauthtoken Password:%s Auth: ServerAddress:nvcr.io}" % M, "secret-field"),
     ("creds map[password:HUNTER2PW username:bob]", "creds map[password:%s username:bob]" % M, "secret-field"),
+    ('args:\n  - --password\n  - LISTYAMLPW\n  - "--api-key"\n  - "LISTYAMLPW2"\n  - --mode\n  - fast\n',
+     'args:\n  - --password\n  - %s\n  - "--api-key"\n  - "%s"\n  - --mode\n  - fast\n' % (M, M), {"secret-flag": 2}),
+    ("command:\n- docker\n- login\n- -u\n- $oauthtoken\n- -p\n- YAMLLOGINPW\n- nvcr.io\n",
+     "command:\n- docker\n- login\n- -u\n- $oauthtoken\n- -p\n- %s\n- nvcr.io\n" % M, "secret-flag"),
+    ('"args": ["--password", "JSONTXTPW", "--mode", "--token", "JSONTXTPW2"]',
+     '"args": ["--password", "%s", "--mode", "--token", "%s"]' % (M, M), {"secret-flag": 2}),
+    ('"command": ["docker","login","-u","$oauthtoken","-p","LISTPW1","nvcr.io"]',
+     '"command": ["docker","login","-u","$oauthtoken","-p","%s","nvcr.io"]' % M, "secret-flag"),
+    ('msg="spec" args="[\\"--db-password\\", \\"ESCPW1\\"]"', 'msg="spec" args="[\\"--db-password\\", \\"%s\\"]"' % M,
+     "secret-flag"),
     ("--password=hunter22 -v", "--password=%s -v" % M, "secret-flag"),
     ("--api-token abc123xyz --debug", "--api-token %s --debug" % M, "secret-flag"),
     ('--db-password "two words"', '--db-password "%s"' % M, "secret-flag"),
@@ -251,6 +261,9 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     "automountServiceAccountToken: false",
     "mkfs on /dev/disk-by-id/nvme-Samsung_SSD_980_PRO_1TB_S5GXNX0T123456",
     "container gpu-burn-sk-test started",
+    "args:\n- --password-file\n- /etc/pw\n- --token\n- --verbose\n",
+    '"args": ["--mode", "fast", "--token-file", "/run/t", "-p", "8080"]',
+    "command:\n- kubectl\n- port-forward\n- -p\n- '8080'\n",
 ])
 def test_what_the_diagnosis_needs_stays(text):
     counts = {}
@@ -272,6 +285,14 @@ def test_json_objects_keep_references_and_hide_secret_fields():
     expected["annotations"]["vault.example.com/client-secret"] = M
     assert out == expected
     assert counts == {"secret-field": 2, "secret-flag": 1, "http-auth-header": 1}
+
+
+def test_a_registry_login_in_a_json_list_hides_its_password():
+    counts = {}
+    doc = {"command": ["docker", "login", "-u", "$oauthtoken", "-p", "LISTPW1", "nvcr.io"], "args": ["-p", "8080"]}
+    out = br.Redactor().json_doc(doc, lambda r, n=1: counts.__setitem__(r, counts.get(r, 0) + n))
+    assert out == {"command": ["docker", "login", "-u", "$oauthtoken", "-p", M, "nvcr.io"], "args": ["-p", "8080"]}
+    assert counts == {"secret-flag": 1}
 
 
 def test_toml_inline_tables_and_arrays_stay_toml():

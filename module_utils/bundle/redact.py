@@ -30,6 +30,7 @@ import re
 from ansible.module_utils.bundle.redact_rules import (
     BUILTIN_RULES, MARKER, OBJECT_RULES, compile_rules, secret_name)
 from ansible.module_utils.bundle import redact_shapes
+from ansible.module_utils.bundle.redact_shapes import quoted as _quoted
 
 
 # ----------------------------------------------------------------------------- text rules
@@ -61,18 +62,11 @@ _ASSIGN = re.compile(r"(?<![\w.\-/$])([A-Za-z_][\w.\-]*)([ \t]*=[ \t]*)" + _VALU
 _QUOTED_KEY = re.compile(r"(\\?[\"'])([A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
                          r"(\\\"(?:(?!\\\").)*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|(?![{\[])[^\s,}\]\\]+)")
 _YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
+_LIST_FLAG = re.compile(r"(?:^[ \t]*-[ \t]+|[\"'],?[ \t]*)[\"']?-", re.M)   # a flag as a list item
 _BLOCK = re.compile(r"^[|>][+-]?[0-9]?[ \t]*(#.*)?$")
 _NOT_SECRET_WORDS = {"null", "~", "true", "false", "none", "nil", "yes", "no", '""', "''"}
 _TRIGGER = re.compile(r"[=:]|-----BEGIN|eyJ|(?i:bearer)|A[A-Z]{3}[A-Z0-9]{16}|(?:^|[^\w-])-"
                       r"|gh[pousr]_|github_pat_|hf_|AIza|nvapi-|glpat-|xox[abposr]-|sk-")
-
-
-def _quoted(value):
-    """(open, inner, close) of a value as written: quotes kept around the marker."""
-    for q in ('\\"', '"', "'"):
-        if len(value) >= 2 * len(q) and value.startswith(q) and value.endswith(q):
-            return q, value[len(q):-len(q)], q
-    return "", value, ""
 
 
 def _hideable_text(inner):
@@ -128,6 +122,8 @@ class Redactor(object):
             text = _LOGIN_P.sub(lambda m: self._replace_value(m, 2, "secret-flag", hit), text)
             text = _MYSQL_P.sub(lambda m: self._replace_value(m, 2, "secret-flag", hit), text)
         text = _FLAG.sub(lambda m: self._flag(m, hit, rel), text)
+        if _LIST_FLAG.search(text):
+            text = redact_shapes.json_flag_items(redact_shapes.yaml_flag_items(text, hit), hit)
         if "=" in text:
             text = _ASSIGN.sub(lambda m: self._named(m, 1, 3, "secret-assignment", hit, rel), text)
         if ":" in text:
@@ -313,15 +309,15 @@ class Redactor(object):
                     node[key] = self._walk(value, hit, rel, registry or lower == "registry")
             return node
         if isinstance(node, list):
-            hide_next = False
+            hide_next = login = False
             for number, item in enumerate(node):
                 if hide_next and isinstance(item, str) and not item.startswith("-") and _hideable_text(item):
                     node[number] = MARKER
                     hit("secret-flag")
                     hide_next = False
                     continue
-                hide_next = isinstance(item, str) and bool(re.match(r"^--?[A-Za-z][\w.-]*$", item)) \
-                    and secret_name(item.lstrip("-"), lone_key=True)
+                hide_next = isinstance(item, str) and redact_shapes.secret_flag(item, login)
+                login = login or item == "login"
                 node[number] = self._walk(item, hit, rel, registry)
             return node
         if isinstance(node, str):

@@ -27,7 +27,8 @@ BUILTIN_RULES = [
                      "struct/map dump in a log (Password:...), named for a password, token, secret, "
                      "credential or an API/private/access key"),
     ("secret-flag", "the value of --flag=value and --flag value where the flag names a password, "
-                    "token, secret, key or credential; and -p of a registry login (docker, podman, "
+                    "token, secret, key or credential (also as two items of a list: args in JSON, YAML "
+                    "or JSON in a log line); and -p of a registry login (docker, podman, "
                     "nerdctl, helm registry, skopeo, buildah, oras, crane) and mysql's -p<password>"),
     ("secret-assignment", "the value of KEY=value (and \"key\": value) where KEY names a password, "
                           "token, secret, credential or an API/private/access key"),

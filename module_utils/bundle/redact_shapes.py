@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Text shapes of secrets beyond ``key=value`` and ``key: value`` lines, for redact.py's
 Redactor.text: Go's ``%+v`` struct and map dumps (containerd's "Start cri plugin with config" log
-line). Each function takes the text and hit(rule) and returns the text with the values hidden -
+line); a flag and its value as two items of a list (YAML ``- --password`` lines, JSON
+``["--password", "X"]`` in a log line, and a registry login's ``-p``). Each function takes the text and hit(rule) and returns the text with the values hidden -
 MARKER in place of the value, names and punctuation kept.
 """
 
@@ -17,6 +18,14 @@ def hideable(value):
     """A value worth hiding: not empty, not the marker, not a word that says there is none."""
     value = value.strip()
     return value.lower() not in _NOT_SECRET and MARKER not in value
+
+
+def quoted(value):
+    """(open, inner, close) of a value as written: quotes kept around the marker."""
+    for q in ('\\"', '"', "'"):
+        if len(value) >= 2 * len(q) and value.startswith(q) and value.endswith(q):
+            return q, value[len(q):-len(q)], q
+    return "", value, ""
 
 
 def _closing(text, start):
@@ -87,3 +96,63 @@ def _hide(m, group, rule, hit):
     hit(rule)
     start, end = m.span(group)
     return m.group(0)[:start - m.start()] + MARKER + m.group(0)[end - m.start():]
+
+
+# ----------------------------------------------------------------------------- flags as list items
+_FLAG_ITEM = re.compile(r"--?[A-Za-z][\w.-]*")
+_YAML_ITEM = re.compile(r"^([ \t]*)-[ \t]+(.*?)[ \t]*$")
+_LOGIN_ITEM = re.compile(r"(\\?[\"'])login\1")
+# "--flag", "value" in a JSON list (or its escaped copy in a log line): the value in the lookahead,
+# so that a flag followed by a flag is looked at again as the first of the next pair
+_JSON_PAIR = re.compile(r"(\\?[\"'])(--?[A-Za-z][\w.-]*)\1(?=\s*,\s*(\\?[\"'])((?:(?!\3)[^\n])*)\3)")
+
+
+def secret_flag(item, after_login=False):
+    """Is this list item a flag whose value is the next item: one named for a secret, or -p of a
+    registry login (`after_login`: the list holds "login" before it)?"""
+    if not _FLAG_ITEM.fullmatch(item):
+        return False
+    return secret_name(item.lstrip("-"), lone_key=True) or (after_login and item == "-p")
+
+
+def yaml_flag_items(text, hit):
+    """YAML list items ``- --password`` then ``- VALUE`` (same indent): the value (secret-flag)."""
+    lines = text.split("\n")
+    flag_at = login_at = None      # indent of a secret flag's item; of a list that said "login"
+    for number, line in enumerate(lines):
+        body = line.rstrip("\r")
+        m = _YAML_ITEM.match(body)
+        if not m:
+            if body.strip():
+                flag_at = login_at = None
+            continue
+        indent = len(m.group(1))
+        opening, item, closing = quoted(m.group(2))
+        if login_at is not None and indent != login_at:
+            login_at = None
+        if flag_at == indent and not item.startswith("-"):
+            flag_at = None
+            if hideable(item):
+                hit("secret-flag")
+                lines[number] = body[:m.start(2)] + opening + MARKER + closing + body[m.end(2):] + line[len(body):]
+            continue
+        flag_at = indent if secret_flag(item, login_at == indent) else None
+        if item == "login":
+            login_at = indent
+    return "\n".join(lines)
+
+
+def json_flag_items(text, hit):
+    """``"--password", "VALUE"`` in a JSON list written in text: the value (secret-flag)."""
+    spans = []
+    for m in _JSON_PAIR.finditer(text):
+        value = m.group(4)
+        if value.startswith("-") or not hideable(value) or (spans and spans[-1][1] > m.start()):
+            continue
+        after_login = bool(_LOGIN_ITEM.search(text, text.rfind("[", 0, m.start()) + 1, m.start()))
+        if secret_flag(m.group(2), after_login):
+            spans.append(m.span(4))
+    for start, end in reversed(spans):
+        hit("secret-flag")
+        text = text[:start] + MARKER + text[end:]
+    return text
