@@ -171,6 +171,11 @@ GO_REGISTRY_HIDDEN = ("Registry:{ConfigPath: Mirrors:map[] Configs:map[nvcr.io:{
                       "Headers:map[Authorization:[%s] X-Custom:[%s]]}" % ((M,) * 6))
 
 
+DOCKER_B64 = "eyJhdXRocyI6eyJudmNyLmlvIjp7ImF1dGgiOiJKRzloZFhSb2RHOXJaVzQ2UWpZMFVGY3gifX19"   # {"auths":...}
+DOCKER_B64_PRETTY = ("ewogICJhdXRocyI6IHsKICAgICJudmNyLmlvIjogewogICAgICAiYXV0aCI6ICJKRzloZFhSb2RHOXJaVzQ2"
+                     "UWpZMFVGY3kiCiAgICB9CiAgfQp9")                                          # indented
+
+
 @pytest.mark.parametrize("text,expected,rule", [
     (CRI_LINE.replace(EMPTY_REGISTRY, GO_REGISTRY), CRI_LINE.replace(EMPTY_REGISTRY, GO_REGISTRY_HIDDEN),
      {"registry-auth": 4, "registry-header": 2}),
@@ -181,6 +186,12 @@ GO_REGISTRY_HIDDEN = ("Registry:{ConfigPath: Mirrors:map[] Configs:map[nvcr.io:{
     ("auth config {Username:$oauthtoken Password:HUNTER2PW Auth: ServerAddress:nvcr.io}",
      "auth config {Username:$oauthtoken Password:%s Auth: ServerAddress:nvcr.io}" % M, "secret-field"),
     ("creds map[password:HUNTER2PW username:bob]", "creds map[password:%s username:bob]" % M, "secret-field"),
+    ("DOCKER_CONFIG_JSON=" + DOCKER_B64 + " run", "DOCKER_CONFIG_JSON=%s run" % M, "registry-auth"),
+    ("I0101 loaded " + DOCKER_B64_PRETTY + " from env", "I0101 loaded %s from env" % M, "registry-auth"),
+    ("data:\n  .dockerconfigjson: " + DOCKER_B64 + "\n", "data:\n  .dockerconfigjson: %s\n" % M, "registry-auth"),
+    ("data:\n  .dockercfg: not-base64-at-all\n", "data:\n  .dockercfg: %s\n" % M, "secret-field"),
+    ('{".dockerconfigjson": "plain-value-1"}', '{".dockerconfigjson": "%s"}' % M, "secret-assignment"),
+    ('"dockercfg.b64": "xyzvalue"', '"dockercfg.b64": "%s"' % M, "secret-assignment"),
     ('args:\n  - --password\n  - LISTYAMLPW\n  - "--api-key"\n  - "LISTYAMLPW2"\n  - --mode\n  - fast\n',
      'args:\n  - --password\n  - %s\n  - "--api-key"\n  - "%s"\n  - --mode\n  - fast\n' % (M, M), {"secret-flag": 2}),
     ("command:\n- docker\n- login\n- -u\n- $oauthtoken\n- -p\n- YAMLLOGINPW\n- nvcr.io\n",
@@ -264,6 +275,8 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     "args:\n- --password-file\n- /etc/pw\n- --token\n- --verbose\n",
     '"args": ["--mode", "fast", "--token-file", "/run/t", "-p", "8080"]',
     "command:\n- kubectl\n- port-forward\n- -p\n- '8080'\n",
+    "type: kubernetes.io/dockerconfigjson",
+    "data: eyJhcGlWZXJzaW9uIjoidjEiLCJraW5kIjoiQ29uZmlnTWFwIiwiZGF0YSI6e319",   # base64 JSON, no auths
 ])
 def test_what_the_diagnosis_needs_stays(text):
     counts = {}

@@ -59,14 +59,14 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-
 _VALUE = r"(?![={\[])(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"',;&)\]}]+)"
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w.-]*)(=|[ \t]+)" + _VALUE)
 _ASSIGN = re.compile(r"(?<![\w.\-/$])([A-Za-z_][\w.\-]*)([ \t]*=[ \t]*)" + _VALUE)
-_QUOTED_KEY = re.compile(r"(\\?[\"'])([A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
+_QUOTED_KEY = re.compile(r"(\\?[\"'])(\.?[A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
                          r"(\\\"(?:(?!\\\").)*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|(?![{\[])[^\s,}\]\\]+)")
-_YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
+_YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)(\.?[A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
 _LIST_FLAG = re.compile(r"(?:^[ \t]*-[ \t]+|[\"'],?[ \t]*)[\"']?-", re.M)   # a flag as a list item
 _BLOCK = re.compile(r"^[|>][+-]?[0-9]?[ \t]*(#.*)?$")
 _NOT_SECRET_WORDS = {"null", "~", "true", "false", "none", "nil", "yes", "no", '""', "''"}
 _TRIGGER = re.compile(r"[=:]|-----BEGIN|eyJ|(?i:bearer)|A[A-Z]{3}[A-Z0-9]{16}|(?:^|[^\w-])-"
-                      r"|gh[pousr]_|github_pat_|hf_|AIza|nvapi-|glpat-|xox[abposr]-|sk-")
+                      r"|gh[pousr]_|github_pat_|hf_|AIza|nvapi-|glpat-|xox[abposr]-|sk-|e[wy][A-Za-z0-9+/]{30}")
 
 
 def _hideable_text(inner):
@@ -111,6 +111,8 @@ class Redactor(object):
         if "eyJ" in text:
             text = _JWT.sub(lambda m: self._whole(m, "jwt", hit), text)
         text = _KNOWN.sub(lambda m: self._whole(m, "known-token", hit), text)
+        if "e" in text and redact_shapes.DOCKER_B64.search(text):
+            text = redact_shapes.docker_config_b64(text, hit)
         if _AWS_ID.search(text):
             lines = text.split("\n")
             for number, line in enumerate(lines):

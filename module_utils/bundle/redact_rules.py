@@ -18,7 +18,8 @@ BUILTIN_RULES = [
     ("registry-auth", "containerd/CRI registry credentials: every field of a registry's auth "
                       "(username, password, auth, identitytoken) and of the deprecated auths, in "
                       "config dump and crictl info, and in Go's dump of them in containerd's log "
-                      "(Auths:map[...], &AuthConfig{...})"),
+                      "(Auths:map[...], &AuthConfig{...}); a docker config in base64 "
+                      "(.dockerconfigjson, .dockercfg) wherever it stands"),
     ("registry-header", "headers containerd adds to every registry request (registry.headers; "
                         "Headers:map[...] of the config containerd logs)"),
     ("http-auth-header", "Authorization, Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token "
@@ -59,7 +60,8 @@ class RedactError(LabError):
 # ----------------------------------------------------------------------------- names
 SECRET_WORDS = {"password", "passwd", "pass", "passphrase", "secret", "token",
                 "credential", "credentials", "creds", "apikey", "auth", "authorization",
-                "identitytoken", "privatekey", "secretkey", "accesskey", "sessiontoken"}
+                "identitytoken", "privatekey", "secretkey", "accesskey", "sessiontoken",
+                "dockerconfigjson", "dockercfg"}
 # a secret word glued to another (PGPASSWORD, dbpassword, githubtoken, clientsecret): the word's end
 GLUED_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "secretkey",
                  "accesskey", "privatekey")
@@ -92,6 +94,8 @@ def secret_name(name, lone_key=False):
     if found & SECRET_WORDS:
         return True
     if any(w.endswith(GLUED_ENDINGS) for w in words):
+        return True
+    if "".join(words).endswith(("dockerconfigjson", "dockercfg")):    # dockerConfigJson, DOCKER_CFG
         return True
     if "pwd" in found and len(words) > 1:   # MYSQL_PWD, DB_PWD - a lone PWD is the shell's folder
         return True

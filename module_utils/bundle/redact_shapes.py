@@ -3,10 +3,12 @@
 """Text shapes of secrets beyond ``key=value`` and ``key: value`` lines, for redact.py's
 Redactor.text: Go's ``%+v`` struct and map dumps (containerd's "Start cri plugin with config" log
 line); a flag and its value as two items of a list (YAML ``- --password`` lines, JSON
-``["--password", "X"]`` in a log line, and a registry login's ``-p``). Each function takes the text and hit(rule) and returns the text with the values hidden -
+``["--password", "X"]`` in a log line, and a registry login's ``-p``); a docker config in base64. Each function takes the text and hit(rule) and returns the text with the values hidden -
 MARKER in place of the value, names and punctuation kept.
 """
 
+import base64
+import binascii
 import re
 
 from ansible.module_utils.bundle.redact_rules import MARKER, secret_name
@@ -156,3 +158,24 @@ def json_flag_items(text, hit):
         hit("secret-flag")
         text = text[:start] + MARKER + text[end:]
     return text
+
+
+# ----------------------------------------------------------------------------- base64 docker config
+# base64 of a JSON object ('{"' or '{' and a space or a line break): .dockerconfigjson, .dockercfg
+DOCKER_B64 = re.compile(r"(?<![A-Za-z0-9+/])e[wy][A-Za-z0-9+/]{30,}={0,2}(?![A-Za-z0-9+/=])")
+
+
+def docker_config_b64(text, hit):
+    """A docker config (.dockerconfigjson, .dockercfg) in base64: the whole run (registry-auth)
+    when it decodes to JSON with registry auth in it."""
+    def one(m):
+        run = m.group(0).rstrip("=")
+        try:
+            decoded = base64.b64decode(run[:len(run) // 4 * 4])
+        except (binascii.Error, ValueError):
+            return m.group(0)
+        if b'"auth' not in decoded:
+            return m.group(0)
+        hit("registry-auth")
+        return MARKER
+    return DOCKER_B64.sub(one, text)
