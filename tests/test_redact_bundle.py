@@ -192,6 +192,17 @@ DOCKER_B64_PRETTY = ("ewogICJhdXRocyI6IHsKICAgICJudmNyLmlvIjogewogICAgICAiYXV0aC
     ("data:\n  .dockercfg: not-base64-at-all\n", "data:\n  .dockercfg: %s\n" % M, "secret-field"),
     ('{".dockerconfigjson": "plain-value-1"}', '{".dockerconfigjson": "%s"}' % M, "secret-assignment"),
     ('"dockercfg.b64": "xyzvalue"', '"dockercfg.b64": "%s"' % M, "secret-assignment"),
+    ('{"level":"info","env":[{"name":"DB_PASSWORD","value":"HUNTER2PW"},{"name":"MODE","value":"fast"}]}',
+     '{"level":"info","env":[{"name":"DB_PASSWORD","value":"%s"},{"name":"MODE","value":"fast"}]}' % M, "secret-field"),
+    ('{"value": "HUNTER3PW", "name": "API_TOKEN"}', '{"value": "%s", "name": "API_TOKEN"}' % M, "secret-field"),
+    ('env="[{\\"name\\":\\"API_TOKEN\\",\\"value\\":\\"ESCTOK1\\"}]"',
+     'env="[{\\"name\\":\\"API_TOKEN\\",\\"value\\":\\"%s\\"}]"' % M, "secret-field"),
+    ("  env: [{name: DB_PASSWORD, value: HUNTER2PW}, {name: MODE, value: fast}]\nx: 1",
+     "  env: [{name: DB_PASSWORD, value: %s}, {name: MODE, value: fast}]\nx: 1" % M, "secret-field"),
+    ("env:\n- value: HUNTER2PW\n  name: DB_PASSWORD\n- value: fast\n  name: MODE\n",
+     "env:\n- value: %s\n  name: DB_PASSWORD\n- value: fast\n  name: MODE\n" % M, "secret-field"),
+    ("registry: {url: nvcr.io, password: FLOWPW1}", "registry: {url: nvcr.io, password: %s}" % M, "secret-field"),
+    ("a: 1\nngc: {apiKey: 'FLOW KEY2', org: nv}\n", "a: 1\nngc: {apiKey: '%s', org: nv}\n" % M, "secret-field"),
     ('args:\n  - --password\n  - LISTYAMLPW\n  - "--api-key"\n  - "LISTYAMLPW2"\n  - --mode\n  - fast\n',
      'args:\n  - --password\n  - %s\n  - "--api-key"\n  - "%s"\n  - --mode\n  - fast\n' % (M, M), {"secret-flag": 2}),
     ("command:\n- docker\n- login\n- -u\n- $oauthtoken\n- -p\n- YAMLLOGINPW\n- nvcr.io\n",
@@ -276,6 +287,9 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     '"args": ["--mode", "fast", "--token-file", "/run/t", "-p", "8080"]',
     "command:\n- kubectl\n- port-forward\n- -p\n- '8080'\n",
     "type: kubernetes.io/dockerconfigjson",
+    '[{"name":"MODE","value":"fast"},{"value":"x","name":"TOKEN_FILE"}]',
+    "env:\n- value: fast\n  name: MODE\n- name: TOKEN_PATH\n  value: /run/t\n",
+    "limits: {nvidia.com/gpu: 1, memory: 2Gi}",
     "data: eyJhcGlWZXJzaW9uIjoidjEiLCJraW5kIjoiQ29uZmlnTWFwIiwiZGF0YSI6e319",   # base64 JSON, no auths
 ])
 def test_what_the_diagnosis_needs_stays(text):

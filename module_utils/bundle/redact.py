@@ -129,6 +129,7 @@ class Redactor(object):
         if "=" in text:
             text = _ASSIGN.sub(lambda m: self._named(m, 1, 3, "secret-assignment", hit, rel), text)
         if ":" in text:
+            text = redact_shapes.pairs_and_flows(text, hit)
             text = _QUOTED_KEY.sub(lambda m: self._named(m, 2, 4, "secret-assignment", hit, rel), text)
             text = self._yaml(text, hit)
         return text
@@ -222,6 +223,7 @@ class Redactor(object):
         block_indent = None      # hiding a block scalar's lines, deeper than this
         changed_block = False    # ... and counted it
         pair = None              # (indent, item indent) of a `name: SECRET_NAME` line
+        earlier = None           # (item indent, line, span) of a `value:` line before its name
         changed = False
         for number, line in enumerate(lines):
             body = line.rstrip("\r")
@@ -242,10 +244,17 @@ class Redactor(object):
             lead, key, value = m.group(1), m.group(2).strip("\"'"), m.group(5)
             item_indent = len(lead)
             hide = secret_name(key)
+            if lead.strip():
+                earlier = None
             if key == "name" and secret_name(value.strip("\"'"), lone_key=True):
-                pair = (indent, item_indent)
+                if earlier is not None and earlier[0] == item_indent:    # value: came first in the item
+                    changed = _hide_in_line(lines, earlier[1], earlier[2], hit) or changed
+                else:
+                    pair = (indent, item_indent)
             elif key == "value" and pair is not None and item_indent == pair[1]:
                 hide, pair = True, None
+            elif key == "value" and not _BLOCK.match(value):
+                earlier = (item_indent, number, m.span(5))
             elif pair is not None and indent <= pair[0] and lead.strip():
                 pair = None
             if not hide:
@@ -425,6 +434,17 @@ class Redactor(object):
             return new.encode("utf-8", "surrogateescape"), counts, note
         except UnicodeEncodeError:
             return new.encode("utf-8", "replace"), counts, note
+
+
+def _hide_in_line(lines, number, span, hit):
+    """The value at span of an earlier YAML line hidden (its quotes kept); True when it was."""
+    line = lines[number]
+    opening, inner, closing = _quoted(line[span[0]:span[1]])
+    if not _hideable_text(inner):
+        return False
+    hit("secret-field")
+    lines[number] = line[:span[0]] + opening + MARKER + closing + line[span[1]:]
+    return True
 
 
 _TOML_HEADER = re.compile(r"^\s*\[\[?\s*((?:[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*')"

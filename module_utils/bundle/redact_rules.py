@@ -24,7 +24,8 @@ BUILTIN_RULES = [
                         "Headers:map[...] of the config containerd logs)"),
     ("http-auth-header", "Authorization, Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token "
                          "header values and Bearer tokens"),
-    ("secret-field", "a JSON, TOML or YAML field (or a name/value pair), or a field of Go's "
+    ("secret-field", "a JSON, TOML or YAML field (or a name/value pair, in either order; a YAML "
+                     "flow mapping's {key: value} in text), or a field of Go's "
                      "struct/map dump in a log (Password:...), named for a password, token, secret, "
                      "credential or an API/private/access key"),
     ("secret-flag", "the value of --flag=value and --flag value where the flag names a password, "

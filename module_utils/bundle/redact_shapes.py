@@ -3,8 +3,11 @@
 """Text shapes of secrets beyond ``key=value`` and ``key: value`` lines, for redact.py's
 Redactor.text: Go's ``%+v`` struct and map dumps (containerd's "Start cri plugin with config" log
 line); a flag and its value as two items of a list (YAML ``- --password`` lines, JSON
-``["--password", "X"]`` in a log line, and a registry login's ``-p``); a docker config in base64. Each function takes the text and hit(rule) and returns the text with the values hidden -
-MARKER in place of the value, names and punctuation kept.
+``["--password", "X"]`` in a log line, and a registry login's ``-p``); a docker config in base64;
+name/value pairs and flow mappings written in text (``{"name": "DB_PASSWORD", "value": "X"}``,
+``{name: DB_PASSWORD, value: X}``, ``{url: nvcr.io, password: X}``). Each function takes the
+text and hit(rule) and returns the text with the values hidden - MARKER in place of the value,
+names and punctuation kept.
 """
 
 import base64
@@ -92,12 +95,14 @@ def _regions(text, opening, redact, inside=None):
 
 
 def _hide(m, group, rule, hit):
-    """The match with its group `group` as MARKER (counted), or as it was when not worth hiding."""
-    if not hideable(m.group(group)):
+    """The match with its group `group` as MARKER, its quotes kept (counted), or as it was when
+    not worth hiding."""
+    opening, inner, closing = quoted(m.group(group))
+    if not hideable(inner):
         return m.group(0)
     hit(rule)
     start, end = m.span(group)
-    return m.group(0)[:start - m.start()] + MARKER + m.group(0)[end - m.start():]
+    return m.group(0)[:start - m.start()] + opening + MARKER + closing + m.group(0)[end - m.start():]
 
 
 # ----------------------------------------------------------------------------- flags as list items
@@ -179,3 +184,27 @@ def docker_config_b64(text, hit):
         hit("registry-auth")
         return MARKER
     return DOCKER_B64.sub(one, text)
+
+
+# ----------------------------------------------------------------------------- pairs and flow mappings
+_JSON_STR = r"((?:[^\"\\\n]|\\.)*?)"
+_NAME_VALUE = [   # (pattern, group of the name, group of the value): name first, or value first
+    (re.compile(r'(\\?")name\1\s*:\s*\1([^"\\\n]+)\1\s*,\s*\1value\1\s*:\s*\1' + _JSON_STR + r"\1"), 2, 3),
+    (re.compile(r'(\\?")value\1\s*:\s*\1' + _JSON_STR + r'\1\s*,\s*\1name\1\s*:\s*\1([^"\\\n]+)\1'), 3, 2),
+    (re.compile(r"\{[ \t]*name:[ \t]*([^,{}\n]+?)[ \t]*,[ \t]*value:[ \t]*([^,{}\n]+?)[ \t]*\}"), 1, 2),
+    (re.compile(r"\{[ \t]*value:[ \t]*([^,{}\n]+?)[ \t]*,[ \t]*name:[ \t]*([^,{}\n]+?)[ \t]*\}"), 2, 1),
+]
+# key: value in a YAML flow mapping ({url: nvcr.io, password: X})
+_FLOW_KEY = re.compile(r"(?<=[{,])[ \t]*([A-Za-z_][\w.\-]*)[ \t]*:[ \t]+([^\s,{}\[\]][^,{}\[\]\n]*?)(?=[ \t]*[,}])")
+
+
+def pairs_and_flows(text, hit):
+    """A name/value pair whose name is a secret's (JSON or flow mapping written in text, either
+    order) and a flow mapping's value under a secret-named key: the value (secret-field)."""
+    if "name" in text and "value" in text:
+        for pattern, name, value in _NAME_VALUE:
+            text = pattern.sub(lambda m: _hide(m, value, "secret-field", hit) if secret_name(
+                quoted(m.group(name).strip())[1], lone_key=True) else m.group(0), text)
+    if "{" in text:
+        text = _FLOW_KEY.sub(lambda m: _hide(m, 2, "secret-field", hit) if secret_name(m.group(1)) else m.group(0), text)
+    return text
