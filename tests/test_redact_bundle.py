@@ -201,6 +201,12 @@ DOCKER_B64_PRETTY = ("ewogICJhdXRocyI6IHsKICAgICJudmNyLmlvIjogewogICAgICAiYXV0aC
      "  env: [{name: DB_PASSWORD, value: %s}, {name: MODE, value: fast}]\nx: 1" % M, "secret-field"),
     ("env:\n- value: HUNTER2PW\n  name: DB_PASSWORD\n- value: fast\n  name: MODE\n",
      "env:\n- value: %s\n  name: DB_PASSWORD\n- value: fast\n  name: MODE\n" % M, "secret-field"),
+    ("I0101 12:00:00.1 main.go:12] connecting with password: HUNTER2PW",
+     "I0101 12:00:00.1 main.go:12] connecting with password: %s" % M, "secret-assignment"),
+    ("login failed, db_password: 'two words' given", "login failed, db_password: '%s' given" % M, "secret-assignment"),
+    ("2024-01-01 INFO using client secret: CS123 for sso", "2024-01-01 INFO using client secret: %s for sso" % M,
+     "secret-assignment"),
+    ("W main.go:1] ngc apiKey:  NGCKEY1, org: nv", "W main.go:1] ngc apiKey:  %s, org: nv" % M, "secret-assignment"),
     ("registry: {url: nvcr.io, password: FLOWPW1}", "registry: {url: nvcr.io, password: %s}" % M, "secret-field"),
     ("a: 1\nngc: {apiKey: 'FLOW KEY2', org: nv}\n", "a: 1\nngc: {apiKey: '%s', org: nv}\n" % M, "secret-field"),
     ('args:\n  - --password\n  - LISTYAMLPW\n  - "--api-key"\n  - "LISTYAMLPW2"\n  - --mode\n  - fast\n',
@@ -290,6 +296,9 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     '[{"name":"MODE","value":"fast"},{"value":"x","name":"TOKEN_FILE"}]',
     "env:\n- value: fast\n  name: MODE\n- name: TOKEN_PATH\n  value: /run/t\n",
     "limits: {nvidia.com/gpu: 1, memory: 2Gi}",
+    "I0501 gpu-operator validator: driver-validation: token: auth token missing, retrying",
+    "W0501 reading credentials: every node, auth: none, password-file: /etc/pw",
+    "I0501 password: <redacted>",
     "data: eyJhcGlWZXJzaW9uIjoidjEiLCJraW5kIjoiQ29uZmlnTWFwIiwiZGF0YSI6e319",   # base64 JSON, no auths
 ])
 def test_what_the_diagnosis_needs_stays(text):

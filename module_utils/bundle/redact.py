@@ -132,6 +132,7 @@ class Redactor(object):
             text = redact_shapes.pairs_and_flows(text, hit)
             text = _QUOTED_KEY.sub(lambda m: self._named(m, 2, 4, "secret-assignment", hit, rel), text)
             text = self._yaml(text, hit)
+            text = redact_shapes.midline_keys(text, hit)
         return text
 
     @staticmethod

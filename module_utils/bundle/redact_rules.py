@@ -33,7 +33,9 @@ BUILTIN_RULES = [
                     "or JSON in a log line); and -p of a registry login (docker, podman, "
                     "nerdctl, helm registry, skopeo, buildah, oras, crane) and mysql's -p<password>"),
     ("secret-assignment", "the value of KEY=value (and \"key\": value) where KEY names a password, "
-                          "token, secret, credential or an API/private/access key"),
+                          "token, secret, credential or an API/private/access key; key: value in the "
+                          "middle of a log line where key names a password, passphrase, secret or an "
+                          "API/access/secret/private key"),
     ("url-credentials", "user:password in scheme://user:password@host (and scheme://:password@host)"),
     ("aws-access-key-id", "AWS access key ids (AKIA..., ASIA...)"),
     ("aws-secret-key", "a 40-character AWS secret key on a line with an AWS access key id"),
@@ -103,6 +105,24 @@ def secret_name(name, lone_key=False):
     if "key" in found or "keys" in found:
         return (lone_key and len(words) == 1) or bool(found & KEY_QUALIFIERS)
     return False
+
+
+# words that name the secret itself and nothing else (not token, auth, authorization or credentials,
+# which log lines use for what they are about: "authorization: authorization failed")
+STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "apikey", "secretkey", "accesskey", "privatekey")
+KEY_STRONG_QUALIFIERS = {"api", "access", "secret", "private"}
+
+
+def strong_secret_name(name):
+    """Does this name the secret itself - a password, passphrase, secret or an API/access/secret/
+    private key - so that ``name: value`` anywhere in a log line is one?"""
+    words = name_words(name)
+    if not words or words[-1] in NOT_THE_VALUE:
+        return False
+    if any(w.endswith(STRONG_WORDS) for w in words):
+        return True
+    return any(w in ("key", "keys") and number and words[number - 1] in KEY_STRONG_QUALIFIERS
+               for number, w in enumerate(words))
 
 
 # ----------------------------------------------------------------------------- user rules

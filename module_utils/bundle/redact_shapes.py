@@ -5,7 +5,8 @@ Redactor.text: Go's ``%+v`` struct and map dumps (containerd's "Start cri plugin
 line); a flag and its value as two items of a list (YAML ``- --password`` lines, JSON
 ``["--password", "X"]`` in a log line, and a registry login's ``-p``); a docker config in base64;
 name/value pairs and flow mappings written in text (``{"name": "DB_PASSWORD", "value": "X"}``,
-``{name: DB_PASSWORD, value: X}``, ``{url: nvcr.io, password: X}``). Each function takes the
+``{name: DB_PASSWORD, value: X}``, ``{url: nvcr.io, password: X}``); ``password: X`` in the middle
+of a log line. Each function takes the
 text and hit(rule) and returns the text with the values hidden - MARKER in place of the value,
 names and punctuation kept.
 """
@@ -14,7 +15,7 @@ import base64
 import binascii
 import re
 
-from ansible.module_utils.bundle.redact_rules import MARKER, secret_name
+from ansible.module_utils.bundle.redact_rules import MARKER, secret_name, strong_secret_name
 
 _NOT_SECRET = {"", "null", "~", "true", "false", "none", "nil", "<nil>", "yes", "no", '""', "''"}
 
@@ -208,3 +209,14 @@ def pairs_and_flows(text, hit):
     if "{" in text:
         text = _FLOW_KEY.sub(lambda m: _hide(m, 2, "secret-field", hit) if secret_name(m.group(1)) else m.group(0), text)
     return text
+
+
+# ----------------------------------------------------------------------------- key: value mid-line
+_MIDLINE = re.compile(r"(?<![\w.\-/\"'])([A-Za-z_][\w.\-]*)[ \t]*:[ \t]+(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;)\]}]+)")
+
+
+def midline_keys(text, hit):
+    """``password: X`` anywhere in a line: the value (secret-assignment) - only for names of the
+    secret itself (strong_secret_name), as log lines say "authorization: authorization failed"."""
+    return _MIDLINE.sub(lambda m: _hide(m, 2, "secret-assignment", hit) if strong_secret_name(m.group(1))
+                        else m.group(0), text)
