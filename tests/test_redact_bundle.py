@@ -299,6 +299,11 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     "I0501 gpu-operator validator: driver-validation: token: auth token missing, retrying",
     "W0501 reading credentials: every node, auth: none, password-file: /etc/pw",
     "I0501 password: <redacted>",
+    # containerd's own words for an NGC pull without credentials (containerd.log, events, Pod status)
+    'time="2024-05-01T10:00:00Z" level=error msg="PullImage failed" error="failed to resolve reference: pull access '
+    'denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials"',
+    "Failed to pull image: pull access denied, repository does not exist or may require authorization: server "
+    "message: insufficient_scope: authorization failed",
     "data: eyJhcGlWZXJzaW9uIjoidjEiLCJraW5kIjoiQ29uZmlnTWFwIiwiZGF0YSI6e319",   # base64 JSON, no auths
 ])
 def test_what_the_diagnosis_needs_stays(text):

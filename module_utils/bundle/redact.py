@@ -74,6 +74,12 @@ def _hideable_text(inner):
     return bool(inner) and MARKER not in inner and inner.lower() not in _NOT_SECRET_WORDS
 
 
+def _words_not_a_header(m):
+    """"may require authorization: authorization failed" - containerd's error text, not a header:
+    no scheme and a lower-case word after the colon."""
+    return not m.group(3) and re.fullmatch(r"[a-z]+", m.group(4)) is not None
+
+
 class Redactor(object):
     """Built-in rules plus the user's (compile_rules); :meth:`file` redacts one bundle file."""
 
@@ -104,7 +110,8 @@ class Redactor(object):
             text = _PEM.sub(lambda m: self._pem(m, hit), text)
         if ":" in text and ("{" in text or "[" in text):
             text = redact_shapes.go_dumps(text, hit)
-        text = _HEADER.sub(lambda m: self._keep(m, 4, "http-auth-header", hit, minimum=1 if m.group(3) else 8), text)
+        text = _HEADER.sub(lambda m: m.group(0) if _words_not_a_header(m) else
+                           self._keep(m, 4, "http-auth-header", hit, minimum=1 if m.group(3) else 8), text)
         text = _BEARER.sub(lambda m: self._keep(m, 2, "http-auth-header", hit), text)
         if "://" in text:
             text = _URL.sub(lambda m: self._url(m, hit), text)
