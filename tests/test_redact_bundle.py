@@ -404,6 +404,28 @@ def test_a_bad_rule_stops_the_node_side_before_any_command_runs(tmp_path, monkey
     assert not out["failed"] and ran.read_text()          # the same tools run when the rules are good
 
 
+def test_a_failed_toml_or_json_commands_output_in_the_index_is_redacted_in_its_format(monkeypatch):
+    """A failed `containerd config dump` keeps its output's end in bundle.json: cut at the top, the
+    registry's auth and headers hidden as in the file itself."""
+    from ansible.module_utils.bundle import node_side
+    toml_out = ('io.containerd.grpc.v1.cri".registry.configs."nvcr.io".auth]\n  username = "IDXUSER"\n'
+                '  password = "IDXPW"\n[plugins."io.containerd.grpc.v1.cri".registry.headers]\n'
+                '  Authorization = [\n    "Basic IDXHDR"\n  ]\n  X-Org = ["IDXORG"]\n\ncontainerd: exit status 1')
+    json_out = '{"config": {"registry": {"configs": {"nvcr.io": {"auth": {"username": "IDXUSER2", "password": "IDXPW2"}}}}}}'
+    index = {"containerd-config-dump.toml": {"status": "failed", "rc": 1, "output": toml_out},
+             "crictl-info.json": {"status": "failed", "rc": 1, "output": json_out},
+             "containerd.log": {"status": "collected", "rc": 0}}
+    monkeypatch.setattr(node_side, "collect", lambda options: {"files": {}, "index": copy.deepcopy(index)})
+    out = node_side.node_result({"node_name": "n"})
+    text = json.dumps(out["index"])
+    assert [v for v in ("IDXUSER", "IDXPW", "IDXHDR", "IDXORG") if v in text] == []
+    dump = out["index"]["containerd-config-dump.toml"]["output"]
+    assert dump == toml_out.replace("IDXUSER", M).replace("IDXPW", M).replace("Basic IDXHDR", M).replace("IDXORG", M)
+    assert json.loads(out["index"]["crictl-info.json"]["output"])["config"]["registry"]["configs"]["nvcr.io"] == \
+        {"auth": {"username": M, "password": M}}
+    assert out["redactions"]["index"] == {"registry-auth": 4, "registry-header": 2}
+
+
 def test_a_bad_rule_stops_the_collector_before_the_cluster_is_read(tmp_path, module_runner):
     for args in ({}, {"validate_only": True}):
         out = module_runner(gpu_bundle_collect.main, dict(args, kubeconfig=str(tmp_path / "none"),

@@ -347,7 +347,7 @@ class Redactor(object):
     def toml(self, text, hit, rel=None):
         """A TOML file (containerd's config dump) redacted inside its string literals, line by line."""
         lines = text.split("\n")
-        table, pending = [], None
+        table, pending = _cut_header(lines[0]), None
         for number, line in enumerate(lines):
             header = _TOML_HEADER.match(line)
             if header:
@@ -476,6 +476,18 @@ def _toml_keys(dotted):
             part = part[1:-1]
         keys.append(part)
     return keys
+
+
+def _cut_header(first):
+    """The keys of a table header's end that starts a TOML text cut at its top (a failed command's
+    output keeps its end): 'cri".registry.configs."nvcr.io".auth]' -> registry, configs, nvcr.io, auth."""
+    m = re.match(r"^([^=\[\]]*?)\]\]?\s*(#.*)?$", first)
+    if not m or _TOML_HEADER.match(first):
+        return []
+    dotted = m.group(1)
+    if dotted.count('"') % 2:
+        dotted = dotted[dotted.index('"') + 1:]
+    return _toml_keys(dotted)
 
 
 def _toml_rule(keys):
