@@ -207,6 +207,14 @@ DOCKER_B64_PRETTY = ("ewogICJhdXRocyI6IHsKICAgICJudmNyLmlvIjogewogICAgICAiYXV0aC
     ("2024-01-01 INFO using client secret: CS123 for sso", "2024-01-01 INFO using client secret: %s for sso" % M,
      "secret-assignment"),
     ("W main.go:1] ngc apiKey:  NGCKEY1, org: nv", "W main.go:1] ngc apiKey:  %s, org: nv" % M, "secret-assignment"),
+    ("DBPASS=HUNTER2PW run", "DBPASS=%s run" % M, "secret-assignment"),
+    ("ADMIN_PW=HUNTER3PW run", "ADMIN_PW=%s run" % M, "secret-assignment"),
+    ('log {"token": ["TOKLIST1", "TOKLIST2"], "mode": ["a"]}', 'log {"token": ["%s", "%s"], "mode": ["a"]}' % (M, M),
+     {"secret-assignment": 2}),
+    ('req headers={\\"Authorization\\":[\\"Basic ESCHDR1\\"]}', 'req headers={\\"Authorization\\":[\\"Basic %s\\"]}' % M,
+     "http-auth-header"),
+    ('{"dsn":"postgres:\\/\\/bob:HUNTER2PW@db:5432\\/x"}', '{"dsn":"postgres:\\/\\/%s@db:5432\\/x"}' % M,
+     "url-credentials"),
     ("registry: {url: nvcr.io, password: FLOWPW1}", "registry: {url: nvcr.io, password: %s}" % M, "secret-field"),
     ("a: 1\nngc: {apiKey: 'FLOW KEY2', org: nv}\n", "a: 1\nngc: {apiKey: '%s', org: nv}\n" % M, "secret-field"),
     ('args:\n  - --password\n  - LISTYAMLPW\n  - "--api-key"\n  - "LISTYAMLPW2"\n  - --mode\n  - fast\n',
@@ -299,6 +307,11 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     "I0501 gpu-operator validator: driver-validation: token: auth token missing, retrying",
     "W0501 reading credentials: every node, auth: none, password-file: /etc/pw",
     "I0501 password: <redacted>",
+    "cat ~/ngc.key | docker login --password-stdin nvcr.io -u $oauthtoken",
+    "--kubelet-client-key=/etc/kubernetes/pki/apiserver-kubelet-client.key",
+    '--image-credential-provider-config="/etc/kubernetes/credential-provider.yaml"',
+    "kubeadm join 10.0.0.1:6443 --discovery-token-ca-cert-hash sha256:" + "12ab" * 16,
+    "GPU_BYPASS=on COMPASS=north",
     # containerd's own words for an NGC pull without credentials (containerd.log, events, Pod status)
     'time="2024-05-01T10:00:00Z" level=error msg="PullImage failed" error="failed to resolve reference: pull access '
     'denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials"',
@@ -326,6 +339,14 @@ def test_json_objects_keep_references_and_hide_secret_fields():
     expected["annotations"]["vault.example.com/client-secret"] = M
     assert out == expected
     assert counts == {"secret-field": 2, "secret-flag": 1, "http-auth-header": 1}
+
+
+def test_a_secret_named_json_key_with_a_list_of_strings_is_hidden():
+    counts = {}
+    doc = {"token": ["t-1", "t-2"], "imagePullSecrets": [{"name": "regcred"}], "keys": ["a"]}
+    out = br.Redactor().json_doc(doc, lambda r, n=1: counts.__setitem__(r, counts.get(r, 0) + n))
+    assert out == {"token": [M, M], "imagePullSecrets": [{"name": "regcred"}], "keys": ["a"]}
+    assert counts == {"secret-field": 2}
 
 
 def test_a_registry_login_in_a_json_list_hides_its_password():

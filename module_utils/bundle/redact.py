@@ -37,11 +37,11 @@ from ansible.module_utils.bundle.redact_shapes import quoted as _quoted
 _PEM = re.compile(r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(.*?)"
                   r"(-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
 _HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization|\bx-api-key|\bx-auth-token|\bx-registry-auth|\b(?:set-)?cookie)"
-                     r"([\"']?[ \t]*[:=][ \t]*\[?[ \t]*\\?[\"']?)"
+                     r"(\\?[\"']?[ \t]*[:=][ \t]*\[?[ \t]*\\?[\"']?)"
                      r"((?:bearer|basic|digest|token|negotiate|ntlm|aws4-hmac-sha256)[ \t]+)?"
                      r"([^\s\"',\];\\]+(?:;[ \t]*[^\s\"',\];\\]+)*)")
 _BEARER = re.compile(r"(?i)\b(bearer[ \t]+)([A-Za-z0-9\-._~+/]{16,}=*)")
-_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/:@\"'<>]*):([^\s/\"'<>]*)@")
+_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*:(?:\\?/){2})([^\s/:@\"'<>]*):([^\s/\"'<>]*)@")
 # -p of a registry login and mysql's -p<password>: short flags that name nothing, known by the command
 _LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)"
                       r"[ \t]+login\b[^\n]*?[ \t]-p(?:=|[ \t]+))([^\s\"']+|\"[^\"\n]*\"|'[^'\n]*')")
@@ -63,6 +63,7 @@ _QUOTED_KEY = re.compile(r"(\\?[\"'])(\.?[A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
                          r"(\\\"(?:(?!\\\").)*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|(?![{\[])[^\s,}\]\\]+)")
 _YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)(\.?[A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
 _LIST_FLAG = re.compile(r"(?:^[ \t]*-[ \t]+|[\"'],?[ \t]*)[\"']?-", re.M)   # a flag as a list item
+_PATH = re.compile(r"/[\w.@+-]+(?:/[\w.@+-]+)+")   # an absolute path names where a secret is
 _BLOCK = re.compile(r"^[|>][+-]?[0-9]?[ \t]*(#.*)?$")
 _NOT_SECRET_WORDS = {"null", "~", "true", "false", "none", "nil", "yes", "no", '""', "''"}
 _TRIGGER = re.compile(r"[=:]|-----BEGIN|eyJ|(?i:bearer)|A[A-Z]{3}[A-Z0-9]{16}|(?:^|[^\w-])-"
@@ -72,12 +73,6 @@ _TRIGGER = re.compile(r"[=:]|-----BEGIN|eyJ|(?i:bearer)|A[A-Z]{3}[A-Z0-9]{16}|(?
 def _hideable_text(inner):
     inner = inner.strip()
     return bool(inner) and MARKER not in inner and inner.lower() not in _NOT_SECRET_WORDS
-
-
-def _words_not_a_header(m):
-    """"may require authorization: authorization failed" - containerd's error text, not a header:
-    no scheme and a lower-case word after the colon."""
-    return not m.group(3) and re.fullmatch(r"[a-z]+", m.group(4)) is not None
 
 
 class Redactor(object):
@@ -110,10 +105,10 @@ class Redactor(object):
             text = _PEM.sub(lambda m: self._pem(m, hit), text)
         if ":" in text and ("{" in text or "[" in text):
             text = redact_shapes.go_dumps(text, hit)
-        text = _HEADER.sub(lambda m: m.group(0) if _words_not_a_header(m) else
+        text = _HEADER.sub(lambda m: m.group(0) if redact_shapes.words_not_a_header(m) else
                            self._keep(m, 4, "http-auth-header", hit, minimum=1 if m.group(3) else 8), text)
         text = _BEARER.sub(lambda m: self._keep(m, 2, "http-auth-header", hit), text)
-        if "://" in text:
+        if "://" in text or ":\\/\\/" in text:
             text = _URL.sub(lambda m: self._url(m, hit), text)
         if "eyJ" in text:
             text = _JWT.sub(lambda m: self._whole(m, "jwt", hit), text)
@@ -138,6 +133,8 @@ class Redactor(object):
         if ":" in text:
             text = redact_shapes.pairs_and_flows(text, hit)
             text = _QUOTED_KEY.sub(lambda m: self._named(m, 2, 4, "secret-assignment", hit, rel), text)
+            if "[" in text:
+                text = redact_shapes.quoted_key_lists(text, hit)
             text = self._yaml(text, hit)
             text = redact_shapes.midline_keys(text, hit)
         return text
@@ -215,7 +212,7 @@ class Redactor(object):
     @staticmethod
     def _replace_value(m, group, rule, hit):
         opening, inner, closing = _quoted(m.group(group))
-        if not _hideable_text(inner):
+        if not _hideable_text(inner) or _PATH.fullmatch(inner):     # --client-key=/etc/.../x.key
             return m.group(0)
         hit(rule)
         start, end = m.span(group)
@@ -256,7 +253,7 @@ class Redactor(object):
                 earlier = None
             if key == "name" and secret_name(value.strip("\"'"), lone_key=True):
                 if earlier is not None and earlier[0] == item_indent:    # value: came first in the item
-                    changed = _hide_in_line(lines, earlier[1], earlier[2], hit) or changed
+                    changed = redact_shapes.hide_in_line(lines, earlier[1], earlier[2], hit) or changed
                 else:
                     pair = (indent, item_indent)
             elif key == "value" and pair is not None and item_indent == pair[1]:
@@ -324,6 +321,8 @@ class Redactor(object):
                 elif secret_name(key) and self._hideable(value):
                     node[key] = MARKER
                     hit("secret-field")
+                elif secret_name(key) and isinstance(value, list) and all(isinstance(v, str) for v in value):
+                    node[key] = self._leaves(value, "secret-field", hit)
                 else:
                     node[key] = self._walk(value, hit, rel, registry or lower == "registry")
             return node
@@ -442,17 +441,6 @@ class Redactor(object):
             return new.encode("utf-8", "surrogateescape"), counts, note
         except UnicodeEncodeError:
             return new.encode("utf-8", "replace"), counts, note
-
-
-def _hide_in_line(lines, number, span, hit):
-    """The value at span of an earlier YAML line hidden (its quotes kept); True when it was."""
-    line = lines[number]
-    opening, inner, closing = _quoted(line[span[0]:span[1]])
-    if not _hideable_text(inner):
-        return False
-    hit("secret-field")
-    lines[number] = line[:span[0]] + opening + MARKER + closing + line[span[1]:]
-    return True
 
 
 _TOML_HEADER = re.compile(r"^\s*\[\[?\s*((?:[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*')"

@@ -36,7 +36,8 @@ BUILTIN_RULES = [
                           "token, secret, credential or an API/private/access key; key: value in the "
                           "middle of a log line where key names a password, passphrase, secret or an "
                           "API/access/secret/private key"),
-    ("url-credentials", "user:password in scheme://user:password@host (and scheme://:password@host)"),
+    ("url-credentials", "user:password in scheme://user:password@host (and scheme://:password@host, "
+                        "and with JSON's escaped slashes)"),
     ("aws-access-key-id", "AWS access key ids (AKIA..., ASIA...)"),
     ("aws-secret-key", "a 40-character AWS secret key on a line with an AWS access key id"),
     ("pem-private-key", "the body of a PEM private key block (BEGIN/END lines kept)"),
@@ -67,7 +68,9 @@ SECRET_WORDS = {"password", "passwd", "pass", "passphrase", "secret", "token",
                 "dockerconfigjson", "dockercfg"}
 # a secret word glued to another (PGPASSWORD, dbpassword, githubtoken, clientsecret): the word's end
 GLUED_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "secretkey",
-                 "accesskey", "privatekey")
+                 "accesskey", "privatekey", "pass")
+# words that end in "pass" and are no password
+NOT_GLUED = ("bypass", "compass", "surpass", "trespass", "overpass", "underpass", "multipass")
 KEY_QUALIFIERS = {"api", "access", "secret", "private", "ssh", "signing", "encryption", "client",
                   "session", "license", "master", "account", "auth", "gpg", "pgp", "admin"}
 # a name ending in one of these names where a secret is, or says something about it - not the secret
@@ -75,7 +78,8 @@ NOT_THE_VALUE = {"name", "names", "ref", "file", "files", "path", "paths", "dir"
                  "type", "kind", "mode", "id", "ids", "url", "uri", "endpoint", "seconds", "ttl",
                  "length", "size", "expiry", "expiration", "expires", "enabled", "required", "format",
                  "algorithm", "audience", "issuer", "count", "source", "provider", "policy",
-                 "webhook", "mount", "location", "env", "version", "field", "selector", "template"}
+                 "webhook", "mount", "location", "env", "version", "field", "selector", "template",
+                 "stdin", "hash"}
 _CAMEL1 = re.compile(r"([a-z0-9])([A-Z])")
 _CAMEL2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+")
@@ -96,11 +100,11 @@ def secret_name(name, lone_key=False):
     found = set(words)
     if found & SECRET_WORDS:
         return True
-    if any(w.endswith(GLUED_ENDINGS) for w in words):
+    if any(w.endswith(GLUED_ENDINGS) and not w.endswith(NOT_GLUED) for w in words):
         return True
     if "".join(words).endswith(("dockerconfigjson", "dockercfg")):    # dockerConfigJson, DOCKER_CFG
         return True
-    if "pwd" in found and len(words) > 1:   # MYSQL_PWD, DB_PWD - a lone PWD is the shell's folder
+    if found & {"pwd", "pw"} and len(words) > 1:   # MYSQL_PWD, ADMIN_PW - a lone PWD is the shell's folder
         return True
     if "key" in found or "keys" in found:
         return (lone_key and len(words) == 1) or bool(found & KEY_QUALIFIERS)

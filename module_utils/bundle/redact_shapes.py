@@ -50,6 +50,23 @@ def _closing(text, start):
     return len(text)
 
 
+def hide_in_line(lines, number, span, hit):
+    """The value at span of an earlier YAML line hidden (its quotes kept); True when it was."""
+    line = lines[number]
+    opening, inner, closing = quoted(line[span[0]:span[1]])
+    if not hideable(inner):
+        return False
+    hit("secret-field")
+    lines[number] = line[:span[0]] + opening + MARKER + closing + line[span[1]:]
+    return True
+
+
+def words_not_a_header(m):
+    """"may require authorization: authorization failed" - containerd's error text, not a header
+    (redact.py's _HEADER match): no scheme and a lower-case word after the colon."""
+    return not m.group(3) and re.fullmatch(r"[a-z]+", m.group(4)) is not None
+
+
 # ----------------------------------------------------------------------------- Go %+v dumps
 # every field of a registry's AuthConfig (cri config, CRI's AuthConfig message) but its address
 _GO_AUTH_NAMES = r"Username|Password|Auth|Email|IdentityToken|RegistryToken"
@@ -209,6 +226,22 @@ def pairs_and_flows(text, hit):
     if "{" in text:
         text = _FLOW_KEY.sub(lambda m: _hide(m, 2, "secret-field", hit) if secret_name(m.group(1)) else m.group(0), text)
     return text
+
+
+# ----------------------------------------------------------------------------- "key": ["list"]
+_QUOTED_KEY_LIST = re.compile(r"(\\?[\"'])(\.?[A-Za-z_][\w.\-]*)\1[ \t]*:[ \t]*\[([^\[\]{}\n]*)\]")
+_LIST_STRING = re.compile(r"(\\?[\"'])((?:(?!\1)[^\n])*)\1")
+
+
+def quoted_key_lists(text, hit):
+    """``"token": ["X", "Y"]`` in text: each string of the list (secret-assignment)."""
+    def one(m):
+        if not secret_name(m.group(2)):
+            return m.group(0)
+        start = m.start(3) - m.start()
+        items = _LIST_STRING.sub(lambda s: _hide(s, 2, "secret-assignment", hit), m.group(3))
+        return m.group(0)[:start] + items + m.group(0)[start + len(m.group(3)):]
+    return _QUOTED_KEY_LIST.sub(one, text)
 
 
 # ----------------------------------------------------------------------------- key: value mid-line
