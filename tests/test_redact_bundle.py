@@ -267,6 +267,8 @@ DOCKER_B64_PRETTY = ("ewogICJhdXRocyI6IHsKICAgICJudmNyLmlvIjogewogICAgICAiYXV0aC
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-part_1", M, "jwt"),
     ("-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBg\\n-----END PRIVATE KEY-----",
      "-----BEGIN PRIVATE KEY-----%s-----END PRIVATE KEY-----" % M, "pem-private-key"),
+    ("I0101 key follows\nEAHUNTERPEMBODY1xxxxxxxxxxxxxxxx\nHUNTERPEMBODY2yyyyyyyyyyyy==\n-----END RSA PRIVATE KEY-----\nnext\n",
+     "I0101 key follows\n%s\n%s\n-----END RSA PRIVATE KEY-----\nnext\n" % (M, M), "pem-private-key"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\ncut here", "-----BEGIN OPENSSH PRIVATE KEY-----\n%s\n%s" % (M, M),
      "pem-private-key"),
 ])

@@ -102,6 +102,7 @@ class Redactor(object):
         if not _TRIGGER.search(text):
             return text
         if "PRIVATE KEY" in text:
+            text = redact_shapes.pem_cut_at_top(text, hit)
             text = _PEM.sub(lambda m: self._pem(m, hit), text)
         if ":" in text and ("{" in text or "[" in text):
             text = redact_shapes.go_dumps(text, hit)

@@ -40,7 +40,8 @@ BUILTIN_RULES = [
                         "and with JSON's escaped slashes)"),
     ("aws-access-key-id", "AWS access key ids (AKIA..., ASIA...)"),
     ("aws-secret-key", "a 40-character AWS secret key on a line with an AWS access key id"),
-    ("pem-private-key", "the body of a PEM private key block (BEGIN/END lines kept)"),
+    ("pem-private-key", "the body of a PEM private key block (BEGIN/END lines kept; cut at its top: "
+                        "the base64 lines before END)"),
     ("jwt", "JSON Web Tokens (eyJ...eyJ...signature), e.g. service account tokens"),
     ("known-token", "tokens known by their prefix wherever they stand: NVIDIA API keys (nvapi-...), "
                     "GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab (glpat-), Slack (xoxb- ...), "

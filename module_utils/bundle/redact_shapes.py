@@ -67,6 +67,28 @@ def words_not_a_header(m):
     return not m.group(3) and re.fullmatch(r"[a-z]+", m.group(4)) is not None
 
 
+# ----------------------------------------------------------------------------- PEM cut at its top
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_LINE = re.compile(r"[A-Za-z0-9+/=]{16,}\r?")
+
+
+def pem_cut_at_top(text, hit):
+    """A private key whose BEGIN line was cut off (a file or an output keeps its end): the base64
+    lines just before its END line (pem-private-key)."""
+    m = _PEM_END.search(text)
+    if not m or "-----BEGIN" in text[:m.start()]:
+        return text
+    lines = text[:m.start()].split("\n")
+    number = len(lines) - 2        # the last line is what stands before END on its own line
+    while number >= 0 and _PEM_LINE.fullmatch(lines[number]):
+        lines[number] = MARKER + ("\r" if lines[number].endswith("\r") else "")
+        number -= 1
+    if number == len(lines) - 2:
+        return text
+    hit("pem-private-key")
+    return "\n".join(lines) + text[m.start():]
+
+
 # ----------------------------------------------------------------------------- Go %+v dumps
 # every field of a registry's AuthConfig (cri config, CRI's AuthConfig message) but its address
 _GO_AUTH_NAMES = r"Username|Password|Auth|Email|IdentityToken|RegistryToken"
