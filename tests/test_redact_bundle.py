@@ -376,6 +376,16 @@ def test_toml_inline_tables_and_arrays_stay_toml():
     assert counts == {"registry-auth": 2, "registry-header": 2, "url-credentials": 1}
 
 
+def test_hosts_toml_headers_are_registry_headers():
+    text = ('server = "https://nvcr.io"\n[host."https://nvcr.io"]\n  capabilities = ["pull", "resolve"]\n'
+            '  [host."https://nvcr.io".header]\n    Authorization = ["Basic SEFTSA=="]\n    x-custom = "CUSTOMHDRVAL"\n')
+    data, counts, _note = br.Redactor().file("nodes/n/hosts.toml", text.encode())
+    doc = tomllib.loads(data.decode())
+    assert doc["host"]["https://nvcr.io"] == {"capabilities": ["pull", "resolve"],
+                                              "header": {"Authorization": [M], "x-custom": M}}
+    assert doc["server"] == "https://nvcr.io" and counts == {"registry-header": 2}
+
+
 # ----------------------------------------------------------------------------- user rules
 def test_user_rules_add_to_the_built_in_ones_and_never_show_their_values():
     engine = br.Redactor([{"name": "license", "literal": "lic-7f3a9c2e1b"},

@@ -488,6 +488,8 @@ def _toml_rule(keys):
             return "registry-auth"
         if after[:1] == ["headers"]:
             return "registry-header"
+    if lower[:1] == ["host"] and "header" in lower[2:3]:       # hosts.toml: [host."https://nvcr.io".header]
+        return "registry-header"
     if lower and (lower[-1] in ("auth", "auths") or secret_name(lower[-1])):
         return "secret-field"
     return None

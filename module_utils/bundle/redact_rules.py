@@ -21,7 +21,7 @@ BUILTIN_RULES = [
                       "(Auths:map[...], &AuthConfig{...}); a docker config in base64 "
                       "(.dockerconfigjson, .dockercfg) wherever it stands"),
     ("registry-header", "headers containerd adds to every registry request (registry.headers; "
-                        "Headers:map[...] of the config containerd logs)"),
+                        "Headers:map[...] of the config containerd logs; a hosts.toml's [host.\"...\".header])"),
     ("http-auth-header", "Authorization, Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token "
                          "header values and Bearer tokens"),
     ("secret-field", "a JSON, TOML or YAML field (or a name/value pair, in either order; a YAML "
