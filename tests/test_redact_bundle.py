@@ -276,6 +276,8 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     counts = {}
     out = br.Redactor().text(text, lambda r, n=1: counts.__setitem__(r, counts.get(r, 0) + n))
     assert (out, counts) == (expected, rule if isinstance(rule, dict) else {rule: 1})
+    again = {}
+    assert br.Redactor().text(out, lambda r, n=1: again.__setitem__(r, 1)) == out and again == {}   # a second pass
 
 
 @pytest.mark.parametrize("text", [
