@@ -157,7 +157,76 @@ def test_a_second_pass_hides_nothing_more(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the rules, one by one
+# containerd 1.6.20's own "Start cri plugin with config %+v" line (the corpus' containerd.log), its
+# Registry part as it reads with registry auth set: Auths values and Configs' AuthConfig in Go's %+v
+CRI_LINE = [line for line in (CORPUS / "lab-node-1-incident/nodes/lab-node-1/containerd.log").read_text().splitlines()
+            if "Start cri plugin with config" in line][0]
+EMPTY_REGISTRY = "Registry:{ConfigPath: Mirrors:map[] Configs:map[] Auths:map[] Headers:map[]}"
+assert EMPTY_REGISTRY in CRI_LINE
+GO_REGISTRY = ("Registry:{ConfigPath: Mirrors:map[] Configs:map[nvcr.io:{Auth:0xc0001a2b40 TLS:<nil>}] "
+               "Auths:map[https://registry.corp:{Username:gouser1 Password:GO PW1 Auth:R09BVVRIMQ== "
+               "IdentityToken:GOIDTOK1}] Headers:map[Authorization:[Basic R09IRFIx] X-Custom:[GOHDR1]]}")
+GO_REGISTRY_HIDDEN = ("Registry:{ConfigPath: Mirrors:map[] Configs:map[nvcr.io:{Auth:0xc0001a2b40 TLS:<nil>}] "
+                      "Auths:map[https://registry.corp:{Username:%s Password:%s Auth:%s IdentityToken:%s}] "
+                      "Headers:map[Authorization:[%s] X-Custom:[%s]]}" % ((M,) * 6))
+
+
+DOCKER_B64 = "eyJhdXRocyI6eyJudmNyLmlvIjp7ImF1dGgiOiJKRzloZFhSb2RHOXJaVzQ2UWpZMFVGY3gifX19"   # {"auths":...}
+DOCKER_B64_PRETTY = ("ewogICJhdXRocyI6IHsKICAgICJudmNyLmlvIjogewogICAgICAiYXV0aCI6ICJKRzloZFhSb2RHOXJaVzQ2"
+                     "UWpZMFVGY3kiCiAgICB9CiAgfQp9")                                          # indented
+
+
 @pytest.mark.parametrize("text,expected,rule", [
+    (CRI_LINE.replace(EMPTY_REGISTRY, GO_REGISTRY), CRI_LINE.replace(EMPTY_REGISTRY, GO_REGISTRY_HIDDEN),
+     {"registry-auth": 4, "registry-header": 2}),
+    ("I0101 remote_image.go:1] PullImage &AuthConfig{Username:u1,Password:HUNTER2PW,Auth:dXNl,"
+     "ServerAddress:nvcr.io,IdentityToken:IDTOK,RegistryToken:,}",
+     "I0101 remote_image.go:1] PullImage &AuthConfig{Username:%s,Password:%s,Auth:%s,"
+     "ServerAddress:nvcr.io,IdentityToken:%s,RegistryToken:,}" % (M, M, M, M), {"registry-auth": 4}),
+    ("auth config {Username:$oauthtoken Password:HUNTER2PW Auth: ServerAddress:nvcr.io}",
+     "auth config {Username:$oauthtoken Password:%s Auth: ServerAddress:nvcr.io}" % M, "secret-field"),
+    ("creds map[password:HUNTER2PW username:bob]", "creds map[password:%s username:bob]" % M, "secret-field"),
+    ("DOCKER_CONFIG_JSON=" + DOCKER_B64 + " run", "DOCKER_CONFIG_JSON=%s run" % M, "registry-auth"),
+    ("I0101 loaded " + DOCKER_B64_PRETTY + " from env", "I0101 loaded %s from env" % M, "registry-auth"),
+    ("data:\n  .dockerconfigjson: " + DOCKER_B64 + "\n", "data:\n  .dockerconfigjson: %s\n" % M, "registry-auth"),
+    ("data:\n  .dockercfg: not-base64-at-all\n", "data:\n  .dockercfg: %s\n" % M, "secret-field"),
+    ('{".dockerconfigjson": "plain-value-1"}', '{".dockerconfigjson": "%s"}' % M, "secret-assignment"),
+    ('"dockercfg.b64": "xyzvalue"', '"dockercfg.b64": "%s"' % M, "secret-assignment"),
+    ('{"level":"info","env":[{"name":"DB_PASSWORD","value":"HUNTER2PW"},{"name":"MODE","value":"fast"}]}',
+     '{"level":"info","env":[{"name":"DB_PASSWORD","value":"%s"},{"name":"MODE","value":"fast"}]}' % M, "secret-field"),
+    ('{"value": "HUNTER3PW", "name": "API_TOKEN"}', '{"value": "%s", "name": "API_TOKEN"}' % M, "secret-field"),
+    ('env="[{\\"name\\":\\"API_TOKEN\\",\\"value\\":\\"ESCTOK1\\"}]"',
+     'env="[{\\"name\\":\\"API_TOKEN\\",\\"value\\":\\"%s\\"}]"' % M, "secret-field"),
+    ("  env: [{name: DB_PASSWORD, value: HUNTER2PW}, {name: MODE, value: fast}]\nx: 1",
+     "  env: [{name: DB_PASSWORD, value: %s}, {name: MODE, value: fast}]\nx: 1" % M, "secret-field"),
+    ("env:\n- value: HUNTER2PW\n  name: DB_PASSWORD\n- value: fast\n  name: MODE\n",
+     "env:\n- value: %s\n  name: DB_PASSWORD\n- value: fast\n  name: MODE\n" % M, "secret-field"),
+    ("I0101 12:00:00.1 main.go:12] connecting with password: HUNTER2PW",
+     "I0101 12:00:00.1 main.go:12] connecting with password: %s" % M, "secret-assignment"),
+    ("login failed, db_password: 'two words' given", "login failed, db_password: '%s' given" % M, "secret-assignment"),
+    ("2024-01-01 INFO using client secret: CS123 for sso", "2024-01-01 INFO using client secret: %s for sso" % M,
+     "secret-assignment"),
+    ("W main.go:1] ngc apiKey:  NGCKEY1, org: nv", "W main.go:1] ngc apiKey:  %s, org: nv" % M, "secret-assignment"),
+    ("DBPASS=HUNTER2PW run", "DBPASS=%s run" % M, "secret-assignment"),
+    ("ADMIN_PW=HUNTER3PW run", "ADMIN_PW=%s run" % M, "secret-assignment"),
+    ('log {"token": ["TOKLIST1", "TOKLIST2"], "mode": ["a"]}', 'log {"token": ["%s", "%s"], "mode": ["a"]}' % (M, M),
+     {"secret-assignment": 2}),
+    ('req headers={\\"Authorization\\":[\\"Basic ESCHDR1\\"]}', 'req headers={\\"Authorization\\":[\\"Basic %s\\"]}' % M,
+     "http-auth-header"),
+    ('{"dsn":"postgres:\\/\\/bob:HUNTER2PW@db:5432\\/x"}', '{"dsn":"postgres:\\/\\/%s@db:5432\\/x"}' % M,
+     "url-credentials"),
+    ("registry: {url: nvcr.io, password: FLOWPW1}", "registry: {url: nvcr.io, password: %s}" % M, "secret-field"),
+    ("a: 1\nngc: {apiKey: 'FLOW KEY2', org: nv}\n", "a: 1\nngc: {apiKey: '%s', org: nv}\n" % M, "secret-field"),
+    ('args:\n  - --password\n  - LISTYAMLPW\n  - "--api-key"\n  - "LISTYAMLPW2"\n  - --mode\n  - fast\n',
+     'args:\n  - --password\n  - %s\n  - "--api-key"\n  - "%s"\n  - --mode\n  - fast\n' % (M, M), {"secret-flag": 2}),
+    ("command:\n- docker\n- login\n- -u\n- $oauthtoken\n- -p\n- YAMLLOGINPW\n- nvcr.io\n",
+     "command:\n- docker\n- login\n- -u\n- $oauthtoken\n- -p\n- %s\n- nvcr.io\n" % M, "secret-flag"),
+    ('"args": ["--password", "JSONTXTPW", "--mode", "--token", "JSONTXTPW2"]',
+     '"args": ["--password", "%s", "--mode", "--token", "%s"]' % (M, M), {"secret-flag": 2}),
+    ('"command": ["docker","login","-u","$oauthtoken","-p","LISTPW1","nvcr.io"]',
+     '"command": ["docker","login","-u","$oauthtoken","-p","%s","nvcr.io"]' % M, "secret-flag"),
+    ('msg="spec" args="[\\"--db-password\\", \\"ESCPW1\\"]"', 'msg="spec" args="[\\"--db-password\\", \\"%s\\"]"' % M,
+     "secret-flag"),
     ("--password=hunter22 -v", "--password=%s -v" % M, "secret-flag"),
     ("--api-token abc123xyz --debug", "--api-token %s --debug" % M, "secret-flag"),
     ('--db-password "two words"', '--db-password "%s"' % M, "secret-flag"),
@@ -198,13 +267,17 @@ def test_a_second_pass_hides_nothing_more(tmp_path):
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-part_1", M, "jwt"),
     ("-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBg\\n-----END PRIVATE KEY-----",
      "-----BEGIN PRIVATE KEY-----%s-----END PRIVATE KEY-----" % M, "pem-private-key"),
+    ("I0101 key follows\nEAHUNTERPEMBODY1xxxxxxxxxxxxxxxx\nHUNTERPEMBODY2yyyyyyyyyyyy==\n-----END RSA PRIVATE KEY-----\nnext\n",
+     "I0101 key follows\n%s\n%s\n-----END RSA PRIVATE KEY-----\nnext\n" % (M, M), "pem-private-key"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\ncut here", "-----BEGIN OPENSSH PRIVATE KEY-----\n%s\n%s" % (M, M),
      "pem-private-key"),
 ])
 def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule):
     counts = {}
     out = br.Redactor().text(text, lambda r, n=1: counts.__setitem__(r, counts.get(r, 0) + n))
-    assert (out, counts) == (expected, {rule: 1})
+    assert (out, counts) == (expected, rule if isinstance(rule, dict) else {rule: 1})
+    again = {}
+    assert br.Redactor().text(out, lambda r, n=1: again.__setitem__(r, 1)) == out and again == {}   # a second pass
 
 
 @pytest.mark.parametrize("text", [
@@ -228,6 +301,27 @@ def test_a_built_in_rule_hides_the_value_and_keeps_the_rest(text, expected, rule
     "automountServiceAccountToken: false",
     "mkfs on /dev/disk-by-id/nvme-Samsung_SSD_980_PRO_1TB_S5GXNX0T123456",
     "container gpu-burn-sk-test started",
+    "args:\n- --password-file\n- /etc/pw\n- --token\n- --verbose\n",
+    '"args": ["--mode", "fast", "--token-file", "/run/t", "-p", "8080"]',
+    "command:\n- kubectl\n- port-forward\n- -p\n- '8080'\n",
+    "type: kubernetes.io/dockerconfigjson",
+    '[{"name":"MODE","value":"fast"},{"value":"x","name":"TOKEN_FILE"}]',
+    "env:\n- value: fast\n  name: MODE\n- name: TOKEN_PATH\n  value: /run/t\n",
+    "limits: {nvidia.com/gpu: 1, memory: 2Gi}",
+    "I0501 gpu-operator validator: driver-validation: token: auth token missing, retrying",
+    "W0501 reading credentials: every node, auth: none, password-file: /etc/pw",
+    "I0501 password: <redacted>",
+    "cat ~/ngc.key | docker login --password-stdin nvcr.io -u $oauthtoken",
+    "--kubelet-client-key=/etc/kubernetes/pki/apiserver-kubelet-client.key",
+    '--image-credential-provider-config="/etc/kubernetes/credential-provider.yaml"',
+    "kubeadm join 10.0.0.1:6443 --discovery-token-ca-cert-hash sha256:" + "12ab" * 16,
+    "GPU_BYPASS=on COMPASS=north",
+    # containerd's own words for an NGC pull without credentials (containerd.log, events, Pod status)
+    'time="2024-05-01T10:00:00Z" level=error msg="PullImage failed" error="failed to resolve reference: pull access '
+    'denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials"',
+    "Failed to pull image: pull access denied, repository does not exist or may require authorization: server "
+    "message: insufficient_scope: authorization failed",
+    "data: eyJhcGlWZXJzaW9uIjoidjEiLCJraW5kIjoiQ29uZmlnTWFwIiwiZGF0YSI6e319",   # base64 JSON, no auths
 ])
 def test_what_the_diagnosis_needs_stays(text):
     counts = {}
@@ -251,6 +345,22 @@ def test_json_objects_keep_references_and_hide_secret_fields():
     assert counts == {"secret-field": 2, "secret-flag": 1, "http-auth-header": 1}
 
 
+def test_a_secret_named_json_key_with_a_list_of_strings_is_hidden():
+    counts = {}
+    doc = {"token": ["t-1", "t-2"], "imagePullSecrets": [{"name": "regcred"}], "keys": ["a"]}
+    out = br.Redactor().json_doc(doc, lambda r, n=1: counts.__setitem__(r, counts.get(r, 0) + n))
+    assert out == {"token": [M, M], "imagePullSecrets": [{"name": "regcred"}], "keys": ["a"]}
+    assert counts == {"secret-field": 2}
+
+
+def test_a_registry_login_in_a_json_list_hides_its_password():
+    counts = {}
+    doc = {"command": ["docker", "login", "-u", "$oauthtoken", "-p", "LISTPW1", "nvcr.io"], "args": ["-p", "8080"]}
+    out = br.Redactor().json_doc(doc, lambda r, n=1: counts.__setitem__(r, counts.get(r, 0) + n))
+    assert out == {"command": ["docker", "login", "-u", "$oauthtoken", "-p", M, "nvcr.io"], "args": ["-p", "8080"]}
+    assert counts == {"secret-flag": 1}
+
+
 def test_toml_inline_tables_and_arrays_stay_toml():
     text = ('[plugins."io.containerd.grpc.v1.cri".registry.configs."r.example"]\n'
             '  auth = { username = "u-1", password = "p-2" }\n'
@@ -266,6 +376,16 @@ def test_toml_inline_tables_and_arrays_stay_toml():
     assert doc["containerd"]["runtimes"]["nvidia"]["options"] == {
         "BinaryName": "/usr/bin/nvidia-container-runtime", "Env": ["HTTPS_PROXY=http://%s@proxy:3128" % M]}
     assert counts == {"registry-auth": 2, "registry-header": 2, "url-credentials": 1}
+
+
+def test_hosts_toml_headers_are_registry_headers():
+    text = ('server = "https://nvcr.io"\n[host."https://nvcr.io"]\n  capabilities = ["pull", "resolve"]\n'
+            '  [host."https://nvcr.io".header]\n    Authorization = ["Basic SEFTSA=="]\n    x-custom = "CUSTOMHDRVAL"\n')
+    data, counts, _note = br.Redactor().file("nodes/n/hosts.toml", text.encode())
+    doc = tomllib.loads(data.decode())
+    assert doc["host"]["https://nvcr.io"] == {"capabilities": ["pull", "resolve"],
+                                              "header": {"Authorization": [M], "x-custom": M}}
+    assert doc["server"] == "https://nvcr.io" and counts == {"registry-header": 2}
 
 
 # ----------------------------------------------------------------------------- user rules
@@ -317,6 +437,28 @@ def test_a_bad_rule_stops_the_node_side_before_any_command_runs(tmp_path, monkey
     assert not ran.exists()
     out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none")})
     assert not out["failed"] and ran.read_text()          # the same tools run when the rules are good
+
+
+def test_a_failed_toml_or_json_commands_output_in_the_index_is_redacted_in_its_format(monkeypatch):
+    """A failed `containerd config dump` keeps its output's end in bundle.json: cut at the top, the
+    registry's auth and headers hidden as in the file itself."""
+    from ansible.module_utils.bundle import node_side
+    toml_out = ('io.containerd.grpc.v1.cri".registry.configs."nvcr.io".auth]\n  username = "IDXUSER"\n'
+                '  password = "IDXPW"\n[plugins."io.containerd.grpc.v1.cri".registry.headers]\n'
+                '  Authorization = [\n    "Basic IDXHDR"\n  ]\n  X-Org = ["IDXORG"]\n\ncontainerd: exit status 1')
+    json_out = '{"config": {"registry": {"configs": {"nvcr.io": {"auth": {"username": "IDXUSER2", "password": "IDXPW2"}}}}}}'
+    index = {"containerd-config-dump.toml": {"status": "failed", "rc": 1, "output": toml_out},
+             "crictl-info.json": {"status": "failed", "rc": 1, "output": json_out},
+             "containerd.log": {"status": "collected", "rc": 0}}
+    monkeypatch.setattr(node_side, "collect", lambda options: {"files": {}, "index": copy.deepcopy(index)})
+    out = node_side.node_result({"node_name": "n"})
+    text = json.dumps(out["index"])
+    assert [v for v in ("IDXUSER", "IDXPW", "IDXHDR", "IDXORG") if v in text] == []
+    dump = out["index"]["containerd-config-dump.toml"]["output"]
+    assert dump == toml_out.replace("IDXUSER", M).replace("IDXPW", M).replace("Basic IDXHDR", M).replace("IDXORG", M)
+    assert json.loads(out["index"]["crictl-info.json"]["output"])["config"]["registry"]["configs"]["nvcr.io"] == \
+        {"auth": {"username": M, "password": M}}
+    assert out["redactions"]["index"] == {"registry-auth": 4, "registry-header": 2}
 
 
 def test_a_bad_rule_stops_the_collector_before_the_cluster_is_read(tmp_path, module_runner):

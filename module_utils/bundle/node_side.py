@@ -19,14 +19,19 @@ def collect_node(options):
 
 def node_result(options):
     """gpu_bundle_node's result: this node's index and files (base64, to travel as JSON), both
-    redacted here on the node, and what was hidden (redactions: files {name: {rule: n}}, index)."""
+    redacted here on the node, and what was hidden (redactions: files {name: {rule: n}}, index). A
+    failed command's output in the index is redacted as its file would be (TOML as TOML)."""
     engine = redactor(options)
     found = collect_node(options)
     node = options.get("node_name") or ""
     report = {"files": {}, "index": {}}
     files = {}
+
+    def rel(name):
+        return "nodes/%s/%s" % (node, name) if node else name
+
     for name, data in sorted(found["files"].items()):
-        files[name], counts, note = engine.file("nodes/%s/%s" % (node, name) if node else name, data)
+        files[name], counts, note = engine.file(rel(name), data)
         if counts:
             report["files"][name] = counts
         if note:
@@ -35,6 +40,13 @@ def node_result(options):
     def hit(rule, count=1):
         report["index"][rule] = report["index"].get(rule, 0) + count
 
+    for name, entry in found["index"].items():
+        # a failed config dump's (crictl info's) output: its end, redacted as that file is
+        if name.lower().endswith((".toml", ".json")) and isinstance(entry.get("output"), str):
+            data, counts, _note = engine.file(rel(name), entry["output"].encode("utf-8", "surrogateescape"))
+            entry["output"] = data.decode("utf-8", "surrogateescape")
+            for rule, count in counts.items():
+                hit(rule, count)
     index = engine.json_doc(found["index"], hit, "bundle.json")
     return {"changed": False, "index": index, "redactions": report,
             "files": {k: base64.b64encode(v).decode("ascii") for k, v in files.items()}}

@@ -29,17 +29,19 @@ import re
 
 from ansible.module_utils.bundle.redact_rules import (
     BUILTIN_RULES, MARKER, OBJECT_RULES, compile_rules, secret_name)
+from ansible.module_utils.bundle import redact_shapes
+from ansible.module_utils.bundle.redact_shapes import quoted as _quoted
 
 
 # ----------------------------------------------------------------------------- text rules
 _PEM = re.compile(r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(.*?)"
                   r"(-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
 _HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization|\bx-api-key|\bx-auth-token|\bx-registry-auth|\b(?:set-)?cookie)"
-                     r"([\"']?[ \t]*[:=][ \t]*\[?[ \t]*\\?[\"']?)"
+                     r"(\\?[\"']?[ \t]*[:=][ \t]*\[?[ \t]*\\?[\"']?)"
                      r"((?:bearer|basic|digest|token|negotiate|ntlm|aws4-hmac-sha256)[ \t]+)?"
                      r"([^\s\"',\];\\]+(?:;[ \t]*[^\s\"',\];\\]+)*)")
 _BEARER = re.compile(r"(?i)\b(bearer[ \t]+)([A-Za-z0-9\-._~+/]{16,}=*)")
-_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/:@\"'<>]*):([^\s/\"'<>]*)@")
+_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*:(?:\\?/){2})([^\s/:@\"'<>]*):([^\s/\"'<>]*)@")
 # -p of a registry login and mysql's -p<password>: short flags that name nothing, known by the command
 _LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)"
                       r"[ \t]+login\b[^\n]*?[ \t]-p(?:=|[ \t]+))([^\s\"']+|\"[^\"\n]*\"|'[^'\n]*')")
@@ -57,21 +59,15 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-
 _VALUE = r"(?![={\[])(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"',;&)\]}]+)"
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w.-]*)(=|[ \t]+)" + _VALUE)
 _ASSIGN = re.compile(r"(?<![\w.\-/$])([A-Za-z_][\w.\-]*)([ \t]*=[ \t]*)" + _VALUE)
-_QUOTED_KEY = re.compile(r"(\\?[\"'])([A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
+_QUOTED_KEY = re.compile(r"(\\?[\"'])(\.?[A-Za-z_][\w.\-]*)\1([ \t]*:[ \t]*)"
                          r"(\\\"(?:(?!\\\").)*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|(?![{\[])[^\s,}\]\\]+)")
-_YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
+_YAML_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)(\.?[A-Za-z_][\w.\-/]*|\"[^\"\n]+\"|'[^'\n]+')([ \t]*:)([ \t]+)(\S.*?)([ \t]*)$")
+_LIST_FLAG = re.compile(r"(?:^[ \t]*-[ \t]+|[\"'],?[ \t]*)[\"']?-", re.M)   # a flag as a list item
+_PATH = re.compile(r"/[\w.@+-]+(?:/[\w.@+-]+)+")   # an absolute path names where a secret is
 _BLOCK = re.compile(r"^[|>][+-]?[0-9]?[ \t]*(#.*)?$")
 _NOT_SECRET_WORDS = {"null", "~", "true", "false", "none", "nil", "yes", "no", '""', "''"}
 _TRIGGER = re.compile(r"[=:]|-----BEGIN|eyJ|(?i:bearer)|A[A-Z]{3}[A-Z0-9]{16}|(?:^|[^\w-])-"
-                      r"|gh[pousr]_|github_pat_|hf_|AIza|nvapi-|glpat-|xox[abposr]-|sk-")
-
-
-def _quoted(value):
-    """(open, inner, close) of a value as written: quotes kept around the marker."""
-    for q in ('\\"', '"', "'"):
-        if len(value) >= 2 * len(q) and value.startswith(q) and value.endswith(q):
-            return q, value[len(q):-len(q)], q
-    return "", value, ""
+                      r"|gh[pousr]_|github_pat_|hf_|AIza|nvapi-|glpat-|xox[abposr]-|sk-|e[wy][A-Za-z0-9+/]{30}")
 
 
 def _hideable_text(inner):
@@ -106,14 +102,20 @@ class Redactor(object):
         if not _TRIGGER.search(text):
             return text
         if "PRIVATE KEY" in text:
+            text = redact_shapes.pem_cut_at_top(text, hit)
             text = _PEM.sub(lambda m: self._pem(m, hit), text)
-        text = _HEADER.sub(lambda m: self._keep(m, 4, "http-auth-header", hit, minimum=1 if m.group(3) else 8), text)
+        if ":" in text and ("{" in text or "[" in text):
+            text = redact_shapes.go_dumps(text, hit)
+        text = _HEADER.sub(lambda m: m.group(0) if redact_shapes.words_not_a_header(m) else
+                           self._keep(m, 4, "http-auth-header", hit, minimum=1 if m.group(3) else 8), text)
         text = _BEARER.sub(lambda m: self._keep(m, 2, "http-auth-header", hit), text)
-        if "://" in text:
+        if "://" in text or ":\\/\\/" in text:
             text = _URL.sub(lambda m: self._url(m, hit), text)
         if "eyJ" in text:
             text = _JWT.sub(lambda m: self._whole(m, "jwt", hit), text)
         text = _KNOWN.sub(lambda m: self._whole(m, "known-token", hit), text)
+        if "e" in text and redact_shapes.DOCKER_B64.search(text):
+            text = redact_shapes.docker_config_b64(text, hit)
         if _AWS_ID.search(text):
             lines = text.split("\n")
             for number, line in enumerate(lines):
@@ -125,11 +127,17 @@ class Redactor(object):
             text = _LOGIN_P.sub(lambda m: self._replace_value(m, 2, "secret-flag", hit), text)
             text = _MYSQL_P.sub(lambda m: self._replace_value(m, 2, "secret-flag", hit), text)
         text = _FLAG.sub(lambda m: self._flag(m, hit, rel), text)
+        if _LIST_FLAG.search(text):
+            text = redact_shapes.json_flag_items(redact_shapes.yaml_flag_items(text, hit), hit)
         if "=" in text:
             text = _ASSIGN.sub(lambda m: self._named(m, 1, 3, "secret-assignment", hit, rel), text)
         if ":" in text:
+            text = redact_shapes.pairs_and_flows(text, hit)
             text = _QUOTED_KEY.sub(lambda m: self._named(m, 2, 4, "secret-assignment", hit, rel), text)
+            if "[" in text:
+                text = redact_shapes.quoted_key_lists(text, hit)
             text = self._yaml(text, hit)
+            text = redact_shapes.midline_keys(text, hit)
         return text
 
     @staticmethod
@@ -205,7 +213,7 @@ class Redactor(object):
     @staticmethod
     def _replace_value(m, group, rule, hit):
         opening, inner, closing = _quoted(m.group(group))
-        if not _hideable_text(inner):
+        if not _hideable_text(inner) or _PATH.fullmatch(inner):     # --client-key=/etc/.../x.key
             return m.group(0)
         hit(rule)
         start, end = m.span(group)
@@ -221,6 +229,7 @@ class Redactor(object):
         block_indent = None      # hiding a block scalar's lines, deeper than this
         changed_block = False    # ... and counted it
         pair = None              # (indent, item indent) of a `name: SECRET_NAME` line
+        earlier = None           # (item indent, line, span) of a `value:` line before its name
         changed = False
         for number, line in enumerate(lines):
             body = line.rstrip("\r")
@@ -241,10 +250,17 @@ class Redactor(object):
             lead, key, value = m.group(1), m.group(2).strip("\"'"), m.group(5)
             item_indent = len(lead)
             hide = secret_name(key)
+            if lead.strip():
+                earlier = None
             if key == "name" and secret_name(value.strip("\"'"), lone_key=True):
-                pair = (indent, item_indent)
+                if earlier is not None and earlier[0] == item_indent:    # value: came first in the item
+                    changed = redact_shapes.hide_in_line(lines, earlier[1], earlier[2], hit) or changed
+                else:
+                    pair = (indent, item_indent)
             elif key == "value" and pair is not None and item_indent == pair[1]:
                 hide, pair = True, None
+            elif key == "value" and not _BLOCK.match(value):
+                earlier = (item_indent, number, m.span(5))
             elif pair is not None and indent <= pair[0] and lead.strip():
                 pair = None
             if not hide:
@@ -306,19 +322,21 @@ class Redactor(object):
                 elif secret_name(key) and self._hideable(value):
                     node[key] = MARKER
                     hit("secret-field")
+                elif secret_name(key) and isinstance(value, list) and all(isinstance(v, str) for v in value):
+                    node[key] = self._leaves(value, "secret-field", hit)
                 else:
                     node[key] = self._walk(value, hit, rel, registry or lower == "registry")
             return node
         if isinstance(node, list):
-            hide_next = False
+            hide_next = login = False
             for number, item in enumerate(node):
                 if hide_next and isinstance(item, str) and not item.startswith("-") and _hideable_text(item):
                     node[number] = MARKER
                     hit("secret-flag")
                     hide_next = False
                     continue
-                hide_next = isinstance(item, str) and bool(re.match(r"^--?[A-Za-z][\w.-]*$", item)) \
-                    and secret_name(item.lstrip("-"), lone_key=True)
+                hide_next = isinstance(item, str) and redact_shapes.secret_flag(item, login)
+                login = login or item == "login"
                 node[number] = self._walk(item, hit, rel, registry)
             return node
         if isinstance(node, str):
@@ -329,7 +347,7 @@ class Redactor(object):
     def toml(self, text, hit, rel=None):
         """A TOML file (containerd's config dump) redacted inside its string literals, line by line."""
         lines = text.split("\n")
-        table, pending = [], None
+        table, pending = _cut_header(lines[0]), None
         for number, line in enumerate(lines):
             header = _TOML_HEADER.match(line)
             if header:
@@ -449,6 +467,18 @@ def _toml_keys(dotted):
     return keys
 
 
+def _cut_header(first):
+    """The keys of a table header's end that starts a TOML text cut at its top (a failed command's
+    output keeps its end): 'cri".registry.configs."nvcr.io".auth]' -> registry, configs, nvcr.io, auth."""
+    m = re.match(r"^([^=\[\]]*?)\]\]?\s*(#.*)?$", first)
+    if not m or _TOML_HEADER.match(first):
+        return []
+    dotted = m.group(1)
+    if dotted.count('"') % 2:
+        dotted = dotted[dotted.index('"') + 1:]
+    return _toml_keys(dotted)
+
+
 def _toml_rule(keys):
     """The rule that hides every string of the value at this key path, or None."""
     lower = [str(k).lower() for k in keys]
@@ -458,6 +488,8 @@ def _toml_rule(keys):
             return "registry-auth"
         if after[:1] == ["headers"]:
             return "registry-header"
+    if lower[:1] == ["host"] and "header" in lower[2:3]:       # hosts.toml: [host."https://nvcr.io".header]
+        return "registry-header"
     if lower and (lower[-1] in ("auth", "auths") or secret_name(lower[-1])):
         return "secret-field"
     return None

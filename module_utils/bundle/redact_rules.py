@@ -17,21 +17,31 @@ MARKER = "<redacted>"
 BUILTIN_RULES = [
     ("registry-auth", "containerd/CRI registry credentials: every field of a registry's auth "
                       "(username, password, auth, identitytoken) and of the deprecated auths, in "
-                      "config dump and crictl info"),
-    ("registry-header", "headers containerd adds to every registry request (registry.headers)"),
+                      "config dump and crictl info, and in Go's dump of them in containerd's log "
+                      "(Auths:map[...], &AuthConfig{...}); a docker config in base64 "
+                      "(.dockerconfigjson, .dockercfg) wherever it stands"),
+    ("registry-header", "headers containerd adds to every registry request (registry.headers; "
+                        "Headers:map[...] of the config containerd logs; a hosts.toml's [host.\"...\".header])"),
     ("http-auth-header", "Authorization, Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token "
                          "header values and Bearer tokens"),
-    ("secret-field", "a JSON, TOML or YAML field (or a name/value pair) named for a password, "
-                     "token, secret, credential or an API/private/access key"),
+    ("secret-field", "a JSON, TOML or YAML field (or a name/value pair, in either order; a YAML "
+                     "flow mapping's {key: value} in text), or a field of Go's "
+                     "struct/map dump in a log (Password:...), named for a password, token, secret, "
+                     "credential or an API/private/access key"),
     ("secret-flag", "the value of --flag=value and --flag value where the flag names a password, "
-                    "token, secret, key or credential; and -p of a registry login (docker, podman, "
+                    "token, secret, key or credential (also as two items of a list: args in JSON, YAML "
+                    "or JSON in a log line); and -p of a registry login (docker, podman, "
                     "nerdctl, helm registry, skopeo, buildah, oras, crane) and mysql's -p<password>"),
     ("secret-assignment", "the value of KEY=value (and \"key\": value) where KEY names a password, "
-                          "token, secret, credential or an API/private/access key"),
-    ("url-credentials", "user:password in scheme://user:password@host (and scheme://:password@host)"),
+                          "token, secret, credential or an API/private/access key; key: value in the "
+                          "middle of a log line where key names a password, passphrase, secret or an "
+                          "API/access/secret/private key"),
+    ("url-credentials", "user:password in scheme://user:password@host (and scheme://:password@host, "
+                        "and with JSON's escaped slashes)"),
     ("aws-access-key-id", "AWS access key ids (AKIA..., ASIA...)"),
     ("aws-secret-key", "a 40-character AWS secret key on a line with an AWS access key id"),
-    ("pem-private-key", "the body of a PEM private key block (BEGIN/END lines kept)"),
+    ("pem-private-key", "the body of a PEM private key block (BEGIN/END lines kept; cut at its top: "
+                        "the base64 lines before END)"),
     ("jwt", "JSON Web Tokens (eyJ...eyJ...signature), e.g. service account tokens"),
     ("known-token", "tokens known by their prefix wherever they stand: NVIDIA API keys (nvapi-...), "
                     "GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab (glpat-), Slack (xoxb- ...), "
@@ -55,10 +65,13 @@ class RedactError(LabError):
 # ----------------------------------------------------------------------------- names
 SECRET_WORDS = {"password", "passwd", "pass", "passphrase", "secret", "token",
                 "credential", "credentials", "creds", "apikey", "auth", "authorization",
-                "identitytoken", "privatekey", "secretkey", "accesskey", "sessiontoken"}
+                "identitytoken", "privatekey", "secretkey", "accesskey", "sessiontoken",
+                "dockerconfigjson", "dockercfg"}
 # a secret word glued to another (PGPASSWORD, dbpassword, githubtoken, clientsecret): the word's end
 GLUED_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "secretkey",
-                 "accesskey", "privatekey")
+                 "accesskey", "privatekey", "pass")
+# words that end in "pass" and are no password
+NOT_GLUED = ("bypass", "compass", "surpass", "trespass", "overpass", "underpass", "multipass")
 KEY_QUALIFIERS = {"api", "access", "secret", "private", "ssh", "signing", "encryption", "client",
                   "session", "license", "master", "account", "auth", "gpg", "pgp", "admin"}
 # a name ending in one of these names where a secret is, or says something about it - not the secret
@@ -66,7 +79,8 @@ NOT_THE_VALUE = {"name", "names", "ref", "file", "files", "path", "paths", "dir"
                  "type", "kind", "mode", "id", "ids", "url", "uri", "endpoint", "seconds", "ttl",
                  "length", "size", "expiry", "expiration", "expires", "enabled", "required", "format",
                  "algorithm", "audience", "issuer", "count", "source", "provider", "policy",
-                 "webhook", "mount", "location", "env", "version", "field", "selector", "template"}
+                 "webhook", "mount", "location", "env", "version", "field", "selector", "template",
+                 "stdin", "hash"}
 _CAMEL1 = re.compile(r"([a-z0-9])([A-Z])")
 _CAMEL2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+")
@@ -87,13 +101,33 @@ def secret_name(name, lone_key=False):
     found = set(words)
     if found & SECRET_WORDS:
         return True
-    if any(w.endswith(GLUED_ENDINGS) for w in words):
+    if any(w.endswith(GLUED_ENDINGS) and not w.endswith(NOT_GLUED) for w in words):
         return True
-    if "pwd" in found and len(words) > 1:   # MYSQL_PWD, DB_PWD - a lone PWD is the shell's folder
+    if "".join(words).endswith(("dockerconfigjson", "dockercfg")):    # dockerConfigJson, DOCKER_CFG
+        return True
+    if found & {"pwd", "pw"} and len(words) > 1:   # MYSQL_PWD, ADMIN_PW - a lone PWD is the shell's folder
         return True
     if "key" in found or "keys" in found:
         return (lone_key and len(words) == 1) or bool(found & KEY_QUALIFIERS)
     return False
+
+
+# words that name the secret itself and nothing else (not token, auth, authorization or credentials,
+# which log lines use for what they are about: "authorization: authorization failed")
+STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "apikey", "secretkey", "accesskey", "privatekey")
+KEY_STRONG_QUALIFIERS = {"api", "access", "secret", "private"}
+
+
+def strong_secret_name(name):
+    """Does this name the secret itself - a password, passphrase, secret or an API/access/secret/
+    private key - so that ``name: value`` anywhere in a log line is one?"""
+    words = name_words(name)
+    if not words or words[-1] in NOT_THE_VALUE:
+        return False
+    if any(w.endswith(STRONG_WORDS) for w in words):
+        return True
+    return any(w in ("key", "keys") and number and words[number - 1] in KEY_STRONG_QUALIFIERS
+               for number, w in enumerate(words))
 
 
 # ----------------------------------------------------------------------------- user rules
