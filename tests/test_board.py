@@ -159,6 +159,20 @@ def test_a_board_of_an_earlier_version_is_found_and_stopped(lab):
         "/proc/%d/cmdline" % started["pid"]).read()
 
 
+def test_a_board_started_under_another_runtime_folder_is_still_found_and_stopped(lab, tmp_path):
+    """Its pid file is where XDG_RUNTIME_DIR said when it started; asked from a shell without
+    it (ssh, sudo), the board is found by its process and stopped all the same."""
+    state, port = lab
+    code, started = board("ensure", "--state-dir", state, "--port", port)
+    assert code == 0
+    moved = tmp_path / "elsewhere"
+    os.rename(own(state), moved)                 # as if it had started under another runtime folder
+    assert board("status", "--state-dir", state)[1]["pid"] == started["pid"]
+    code, stopped = board("ensure", "--state", "absent", "--state-dir", state, "--port", port)
+    assert code == 0 and stopped["changed"] and "stopped the board (pid %d)" % started["pid"] in stopped["msg"]
+    assert board("status", "--state-dir", state)[1]["running"] is False
+
+
 def test_a_board_folder_that_is_not_the_user_s_alone_is_refused(lab, tmp_path):
     state, port = lab
     decoy = tmp_path / "decoy"

@@ -151,6 +151,11 @@ def running(state_dir):
         if process_of(pid, state_dir):
             return pid, info
         found = (None, info)
+    # no pid file names it (another XDG_RUNTIME_DIR than the one it was started with, a file
+    # removed by hand): the process itself, by its command line
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid() and process_of(int(entry), state_dir):
+            return int(entry), found[1]
     return found
 
 
