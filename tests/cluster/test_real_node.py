@@ -366,29 +366,18 @@ def test_handler_restarts_and_names_what_is_missing(lab, tmp_path):
     assert lab.running() == ["runc"] and lab.ready() == "True"
 
 
-def test_a_dead_containerd_is_named_with_its_status_and_log(lab):
-    """A process of the node that dies is named with how it ended and its log's last lines."""
-    pid = (lab.node_dir / "containerd.pid").read_text().strip()
+@pytest.mark.parametrize("name", ["containerd", "kubelet"])
+def test_a_dead_process_of_the_node_is_named_with_its_status_and_log(lab, name):
+    """A process of the node that dies - containerd or the kubelet (issue 34) - is named on the
+    rerun with how it ended and its log's last lines."""
+    pid = (lab.node_dir / ("%s.pid" % name)).read_text().strip()
     os.kill(int(pid), signal.SIGKILL)
-    lab.wait("the supervisor's record of containerd's end", lambda: (lab.node_dir / "containerd.exit").exists(), 10)
-    assert (lab.node_dir / "containerd.exit").read_text().strip() == "137"
+    lab.wait("the supervisor's record of %s's end" % name, lambda: (lab.node_dir / ("%s.exit" % name)).exists(), 10)
+    assert (lab.node_dir / ("%s.exit" % name)).read_text().strip() == "137"
     out, _ = play("lab.yml", *lab.extra)
     said = flat(out.stdout)
-    assert ("containerd was not running: containerd (pid %s) was killed by signal 9 (SIGKILL, exit status 137); "
-            "the last lines of its log %s/containerd.log:" % (pid, lab.node_dir)) in said, said[-3000:]
-    assert "(the log is empty)" not in said and lab.ready() == "True"
-
-
-def test_a_dead_kubelet_is_named_with_its_status_and_log(lab):
-    """The kubelet too (issue 34: containerd or the kubelet): how it ended and its log's last lines."""
-    pid = (lab.node_dir / "kubelet.pid").read_text().strip()
-    os.kill(int(pid), signal.SIGKILL)
-    lab.wait("the supervisor's record of the kubelet's end", lambda: (lab.node_dir / "kubelet.exit").exists(), 10)
-    assert (lab.node_dir / "kubelet.exit").read_text().strip() == "137"
-    out, _ = play("lab.yml", *lab.extra)
-    said = flat(out.stdout)
-    assert ("kubelet was not running: kubelet (pid %s) was killed by signal 9 (SIGKILL, exit status 137); "
-            "the last lines of its log %s/kubelet.log:" % (pid, lab.node_dir)) in said, said[-3000:]
+    assert ("%s was not running: %s (pid %s) was killed by signal 9 (SIGKILL, exit status 137); "
+            "the last lines of its log %s/%s.log:" % (name, name, pid, lab.node_dir, name)) in said, said[-3000:]
     assert "(the log is empty)" not in said and lab.ready() == "True"
 
 
