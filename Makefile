@@ -14,9 +14,18 @@ ORACLE2 := .cache/containerd2/containerd
 ORACLE24 := .cache/containerd24/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: lab environment grade teardown test suite lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
+.PHONY: host-lab host-test lab environment grade teardown test suite lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
 
-lab: venv
+# What the two commands need on the host (Debian packages), from one list: toolchain/host-packages.
+# Installed with apt-get when missing, a line each saying why; without root, both stop before doing
+# anything and name the packages and the command that installs them.
+host-lab:
+	@PYTHON=$(PYTHON) toolchain/host-setup.sh lab
+
+host-test:
+	@PYTHON=$(PYTHON) toolchain/host-setup.sh test
+
+lab: host-lab venv
 	$(BIN)/ansible-playbook lab.yml
 
 environment: venv
@@ -32,7 +41,7 @@ teardown: venv
 # first and compared last (tools/lab_snapshot.py); a test that touched it fails the run. The
 # comparison runs whatever the suite did - a failing run still says whether the lab was touched.
 LAB_SNAPSHOT := .cache/lab-before-tests.json
-test: lab-snapshot
+test: host-test lab-snapshot
 	@status=0; $(MAKE) --no-print-directory suite || status=$$?; \
 	  $(MAKE) --no-print-directory lab-unchanged || status=1; \
 	  [ $$status -eq 0 ] || echo "make test: failed (the suite's status $$status; the lab's comparison above)" >&2; \
@@ -51,22 +60,22 @@ lab-unchanged:
 # cannot be missed
 SHELL_SCRIPTS = $(shell grep -rlE '^\#!(/usr/bin/env |/bin/)(ba)?sh' roles playbooks toolchain bench tools .ci | grep -v '\.j2$$' | sort)
 
-lint: venv
+lint: host-test venv
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint --profile production
 	shellcheck --version | head -2
 	shellcheck -x $(SHELL_SCRIPTS)
 
-unit: venv oracle oracle2 oracle24
+unit: host-test venv oracle oracle2 oracle24
 	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(CURDIR)/$(ORACLE2) \
 	  CONTAINERD24_ORACLE=$(CURDIR)/$(ORACLE24) \
 	  $(BIN)/pytest -q tests --ignore=tests/cluster
 
 # needs the control-plane binaries the lab builds (molecule's converge builds them)
-cluster-tests: venv
+cluster-tests: host-test venv
 	$(BIN)/pytest -q tests/cluster
 
-molecule: venv
+molecule: host-test venv
 	source $(BIN)/activate && molecule test --all
 
 bench: venv

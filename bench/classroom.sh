@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 export ANSIBLE_FORCE_COLOR=0
 . bench/lib.sh
 [ "$(id -u)" = 0 ] || { echo "bench/classroom.sh creates users and runs sshd: run it as root" >&2; exit 1; }
-[ -x /usr/sbin/sshd ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null
+toolchain/host-setup.sh test   # sshd and the trainee hosts' python3 (toolchain/host-packages)
 [ -x "$bin/kwokctl" ] || { echo "no binaries in $bin: make lab first" >&2; exit 1; }
 work=$(mktemp -d /tmp/bench-classroom.XXXXXX)
 chmod 700 "$work"

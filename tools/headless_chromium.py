@@ -33,10 +33,9 @@ class BrowserError(Exception):
 
 def binary():
     """The Chromium to run, or None."""
-    for name in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
+    chosen = os.environ.get("CHROMIUM")
+    return ((chosen and shutil.which(chosen)) or shutil.which("chromium")  # Debian's, toolchain/host-packages
+            or shutil.which("chromium-browser") or shutil.which("google-chrome"))
 
 
 class Chromium(object):
