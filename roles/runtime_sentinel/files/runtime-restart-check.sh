@@ -48,7 +48,7 @@ case "$mode" in
 esac
 
 tmp=$(mktemp -d 2>/dev/null || { d=/tmp/runtime-check.$$; mkdir -m 700 "$d" && echo "$d"; }) \
-  || unknown "no temporary folder"
+  || unknown "no writable temporary folder (TMPDIR or /tmp)"
 trap 'rm -rf "$tmp"' EXIT
 
 value() { sed -n "s/^$1=//p" "$tmp/next" | head -1; }
@@ -175,7 +175,7 @@ fi
 # ---- pending: the running daemon, asked over CRI
 command -v "$crictl" >/dev/null 2>&1 || unknown "crictl binary $crictl not found (--crictl)"
 # shellcheck disable=SC2016 # a Go template, not shell
-template='{{with .config}}{{with .containerd}}{{.defaultRuntimeName}}|{{range $k, $v := .runtimes}}{{$k}},{{end}}{{end}}|{{.enableCDI}}{{end}}'
+template='{{with .config}}{{with .containerd}}{{.defaultRuntimeName}}|{{range $k, $v := .runtimes}}{{$k}},{{end}}{{end}}|{{index . "enableCDI"}}{{end}}'
 if ! "$crictl" --runtime-endpoint "$endpoint" --timeout "${timeout}s" info -o go-template \
      --template "$template" >"$tmp/info" 2>"$tmp/info.err"; then
   unknown "containerd unreachable at $endpoint: $(grep -v '^[[:space:]]*$' "$tmp/info.err" | tail -1 | cut -c1-200)"
