@@ -55,14 +55,17 @@ value() { sed -n "s/^$1=//p" "$tmp/next" | head -1; }
 
 # ---- the next start: `containerd config dump` by the binary that will start
 command -v "$containerd" >/dev/null 2>&1 || unknown "containerd binary $containerd not found (--containerd)"
-[ -r "$config" ] || unknown "containerd config $config not readable (--config)"
+# no main config: containerd starts on its built-in defaults (the daemon ignores a missing file;
+# `config dump` refuses one, `config default` prints them)
+if [ ! -e "$config" ]; then config_said="$config absent: containerd's defaults"; else config_said=$config; fi
 cver=$("$containerd" --version 2>/dev/null | awk '{ v = $3; sub(/[~+].*/, "", v); print v; exit }')
 [ -n "$cver" ] || unknown "$containerd --version says nothing: not containerd?"
 cmajor=${cver%%.*}
 cfgdir=$(dirname "$config")
 
 # next: "ok" or "fail <reason>"; then runtimes (sorted, comma), default, cdi (true|false), file
-if "$containerd" --config "$config" config dump >"$tmp/dump" 2>"$tmp/err"; then
+if [ -e "$config" ]; then set -- --config "$config" config dump; else set -- config default; fi
+if "$containerd" "$@" >"$tmp/dump" 2>"$tmp/err"; then
   # runtimes, default, cdi, CRI disabled, imports - one awk pass, printed as KEY=VALUE lines
   awk -v major="$cmajor" '
     function unq(s) { gsub(/^["\047]|["\047]$/, "", s); return s }
@@ -146,13 +149,13 @@ runtimes_file() {
 
 breaks() {
   if [ "$next_state" = fail ]; then
-    echo "containerd $cver will not start from $config: ${next_error:-config dump failed}"
+    echo "containerd $cver will not start from $config_said: ${next_error:-config dump failed}"
     return 1
   fi
   disabled=$(value DISABLED)
   case "$disabled" in
     *io.containerd.grpc.v1.cri*|*io.containerd.cri.v1.runtime*|*'"cri"'*|*"'cri'"*)
-      echo "next start of containerd $cver serves no CRI: the CRI plugin is in disabled_plugins of $config"
+      echo "next start of containerd $cver serves no CRI: the CRI plugin is in disabled_plugins of $config_said"
       return 1 ;;
   esac
   runtimes=$(value RUNTIMES)
@@ -193,7 +196,7 @@ case "$loaded_cdi" in true|false) ;; *) loaded_cdi="" ;; esac
 loaded=$(echo "$loaded_list" | tr ',' '\n' | grep -v '^$' | sort | awk 'NR > 1 { printf ", " } { printf "%s", $0 } END { print "" }')
 
 if [ "$next_state" = fail ]; then
-  echo "loaded: ${loaded:-none}; next start: fails (${next_error:-config dump failed}) - $config"
+  echo "loaded: ${loaded:-none}; next start: fails (${next_error:-config dump failed}) - $config_said"
   exit 1
 fi
 next=$(value RUNTIMES)
@@ -207,7 +210,7 @@ if [ -n "$loaded_cdi" ] && [ -n "$next_cdi" ] && [ "$loaded_cdi" != "$next_cdi" 
   diff="$diff${diff:+, }CDI $loaded_cdi -> $next_cdi"
 fi
 if [ -n "$diff" ]; then
-  echo "loaded: ${loaded:-none}; next start: ${next:-none} ($diff differ; containerd $cver, $config$( [ "$loaded" = "$next" ] || printf ', runtimes from %s' "$(runtimes_file)"))"
+  echo "loaded: ${loaded:-none}; next start: ${next:-none} ($diff differ; containerd $cver, $config_said$( [ "$loaded" = "$next" ] || printf ', runtimes from %s' "$(runtimes_file)"))"
   exit 1
 fi
 echo "loaded: ${loaded:-none}; next start: the same (default $next_default${next_cdi:+, CDI $next_cdi})"

@@ -146,9 +146,18 @@ def test_unreachable_containerd_is_unknown(containerd_oracle, tmp_path):
     assert rc == 2 and "crictl binary" in out, out
 
 
+def test_no_config_is_containerd_s_defaults(containerd_oracle, containerd2_oracle, tmp_path):
+    """A node whose main config does not exist yet (the lab before step 1) starts on containerd's
+    defaults: runc, served - as real-node.sh starts it then."""
+    for binary in (containerd_oracle, containerd2_oracle):
+        rc, out = run("breaks", tmp_path / "nothing.toml", binary)
+        assert rc == 0 and "absent: containerd's defaults" not in out and "default runtime runc" in out, out
+    crictl = fake_crictl(tmp_path / "d", "runc|runc,|<no value>")
+    rc, out = run("pending", tmp_path / "nothing.toml", containerd_oracle, crictl)
+    assert rc == 0 and out.startswith("loaded: runc; next start: the same"), out
+
+
 def test_missing_inputs_are_unknown(containerd_oracle, tmp_path):
-    rc, out = run("breaks", tmp_path / "nothing.toml", containerd_oracle)
-    assert rc == 2 and "not readable" in out, out
     rc, out = run("breaks", tmp_path / "nothing.toml", tmp_path / "no-containerd")
     assert rc == 2 and "containerd binary" in out, out
     done = subprocess.run([str(CHECK), "sometimes"], capture_output=True, text=True)
