@@ -192,7 +192,9 @@ def test_the_sentinel_names_the_latent_fault_before_the_reboot(lab):
             == now["RuntimeBreaksOnRestart"][1])
     described = flat(lab.kubectl("describe", "node", NODE).stdout)
     assert "RuntimeBreaksOnRestart True" in described and "RuntimeRestartPending True" in described
-    assert "NextStartServesNoCRI runtime-sentinel Node condition RuntimeBreaksOnRestart is now: True" in described
+    # NPD's events: "Warning  NextStartServesNoCRI  12s  runtime-sentinel  Node condition ..."
+    assert re.search(r"NextStartServesNoCRI (\S+ )+runtime-sentinel Node condition RuntimeBreaksOnRestart is now: True",
+                     described), described[-1500:]
     pod = json.loads(lab.kubectl("-n", "kube-system", "get", "pods", "-l", "app=runtime-sentinel", "-o", "json").stdout)["items"]
     assert [p["spec"]["nodeName"] for p in pod] == [NODE]
     assert pod[0]["spec"]["containers"][0]["image"] == "registry.k8s.io/node-problem-detector/node-problem-detector:v1.34.0"
