@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: node_conditions
-short_description: Read a Node's conditions (e.g. the sentinel's RuntimeBreaksOnRestart), wait for statuses, say which refuse
+short_description: A Node's conditions (e.g. the sentinel's RuntimeBreaksOnRestart) - wait, refuse, or every Node as a table
 description:
   - Reads the conditions O(types) of Node O(name) from the API server - no SSH to the node. A
     type the Node does not carry is returned with status C(Absent).
@@ -16,16 +16,26 @@ description:
     type has the wanted status; on timeout it fails and says what the Node showed last.
   - With O(refuse_on), returns in RV(refused) the types whose condition has the status given
     there - the gate of a drain-and-reboot play (role runtime_restart_gate) fails on them.
+  - Without O(name), every Node (page by page, O(label_selector)) - the cluster's answer to
+    "which nodes break at their next reboot" as RV(table), those with C(RuntimeBreaksOnRestart=True) first.
+  - With O(post), writes those conditions on the named Nodes' status first (only where they
+    differ) - stand-ins for nodes that run no sentinel, such as kwok nodes; say so in the message.
   - The sentinel (role runtime_sentinel, node-problem-detector) posts C(RuntimeRestartPending)
     and C(RuntimeBreaksOnRestart).
 version_added: "1.6.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
-extends_documentation_fragment: [lab_kube, lab_attributes.read_only]
+extends_documentation_fragment: [lab_kube, lab_attributes]
 options:
   name:
-    description: The Node.
+    description: The Node. Without it, every Node (RV(nodes), RV(table)); O(wait_for) and O(refuse_on) need it.
     type: str
-    required: true
+  label_selector:
+    description: Without O(name), only the Nodes this selects.
+    type: str
+  post:
+    description: Conditions to write on Nodes' status first, each C(name), C(type), C(status), C(reason), C(message).
+    type: list
+    elements: dict
   types:
     description: Condition types to read.
     type: list
@@ -43,7 +53,9 @@ options:
     type: dict
 attributes:
   check_mode:
-    details: Reads as in a normal run (it changes nothing either way).
+    details: Reads as in a normal run; O(post) says which Nodes it would write and writes nothing.
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""
@@ -53,6 +65,11 @@ EXAMPLES = r"""
     name: lab-node-1
     wait_for: {RuntimeBreaksOnRestart: "True", RuntimeRestartPending: "True"}
     wait_timeout: 60
+
+- name: Which nodes break at their next reboot, cluster-wide
+  node_conditions:
+    kubeconfig: "{{ kubeconfig }}"
+  register: fleet
 
 - name: Which conditions refuse a reboot
   node_conditions:
@@ -65,22 +82,36 @@ EXAMPLES = r"""
 RETURN = r"""
 conditions:
   description: Each type read, with status (C(Absent) when the Node has none of that type), reason, message and lastTransitionTime.
-  returned: success
+  returned: when name is given
   type: dict
   sample: {"RuntimeBreaksOnRestart": {"status": "True", "reason": "NextStartServesNoCRI",
            "message": "next start of containerd 1.6.20 serves no CRI: ...", "lastTransitionTime": "2026-12-05T03:26:43Z"}}
 refused:
   description: The types of O(refuse_on) whose condition has the refusing status.
-  returned: success
+  returned: when name is given
   type: list
   elements: str
   sample: [RuntimeBreaksOnRestart]
 waited:
   description: Seconds spent waiting.
-  returned: success
+  returned: when name is given
   type: float
+nodes:
+  description: Without O(name), every Node with its conditions, those that break first.
+  returned: when name is not given
+  type: list
+  elements: dict
+table:
+  description: Without O(name), a count line and a Markdown table of the nodes whose conditions are not False.
+  returned: when name is not given
+  type: str
+posted:
+  description: The Nodes O(post) wrote (in check mode, would write).
+  returned: success
+  type: list
+  elements: str
 msg:
-  description: One line - each condition's status and message.
+  description: One line - each condition's status and message (without O(name), the count line).
   returned: success
   type: str
 """
@@ -92,15 +123,18 @@ from ansible.module_utils.kube.node_conditions import NodeConditionsError, run  
 
 def main():
     spec = kube_args(
-        name=dict(type="str", required=True),
+        name=dict(type="str"),
+        label_selector=dict(type="str"),
+        post=dict(type="list", elements="dict"),
         types=dict(type="list", elements="str", default=["RuntimeRestartPending", "RuntimeBreaksOnRestart"]),
         wait_for=dict(type="dict"),
         wait_timeout=dict(type="int", default=60),
         refuse_on=dict(type="dict"),
     )
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
+                           required_by={"wait_for": "name", "refuse_on": "name"})
     try:
-        result = run(module.params)
+        result = run(module.params, module.check_mode)
     except (NodeConditionsError, KubeconfigError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

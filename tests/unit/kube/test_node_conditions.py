@@ -94,3 +94,66 @@ def test_nothing_to_read_is_refused():
 def test_module_fails_with_the_kubeconfig_named(module_runner, tmp_path):
     out = module_runner(module.main, {"kubeconfig": str(tmp_path / "nope"), "name": "lab-node-1"})
     assert out["failed"] and str(tmp_path / "nope") in out["msg"]
+
+
+# ---- the fleet: every Node, the table, stand-ins posted on nodes without a sentinel
+
+class Fleet:
+    """An API server of many Nodes (a list call pages by 500, as kube.items does) that records patches."""
+
+    def __init__(self, nodes):
+        self.nodes = {n["metadata"]["name"]: n for n in nodes}
+        self.patches = []
+
+    def items(self, path, labelSelector=None):
+        assert path == "/api/v1/nodes"
+        return list(self.nodes.values())
+
+    def get(self, path, missing_ok=False):
+        return self.nodes.get(path.rsplit("/", 1)[1])
+
+    def patch(self, path, body, kind="strategic"):
+        self.patches.append((path, body))
+        name = path.split("/")[-2]
+        conds = [c for c in self.nodes[name]["status"]["conditions"] if c["type"] != body["status"]["conditions"][0]["type"]]
+        self.nodes[name]["status"]["conditions"] = conds + body["status"]["conditions"]
+
+
+def fleet_node(name, *conds):
+    return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": "True"}] + list(conds)}}
+
+
+def test_the_fleet_table_names_the_nodes_that_break_first(monkeypatch):
+    """1000 nodes (the fleet profile): two break, three have a restart pending, one says False, the rest none."""
+    nodes = [fleet_node("lab-node-%d" % i) for i in range(1000)]
+    for i in (7, 420):
+        nodes[i]["status"]["conditions"] += [dict(BREAKS, message="stand-in %d" % i), PENDING]
+    nodes[9]["status"]["conditions"].append(PENDING)
+    nodes[3]["status"]["conditions"].append(dict(BREAKS, status="False"))
+    kube = Fleet(nodes)
+    monkeypatch.setattr(nc, "client", lambda kubeconfig, context: kube)
+    out = nc.run(params(name=None))
+    assert [r["name"] for r in out["nodes"][:3]] == ["lab-node-420", "lab-node-7", "lab-node-9"]
+    lines = out["table"].splitlines()
+    assert lines[0] == ("2 of 1000 nodes break at their next reboot (RuntimeBreaksOnRestart=True); 3 have a "
+                        "restart pending; 0 Unknown; 997 carry no sentinel condition")
+    assert lines[4:] == ["| lab-node-420 | True | True | stand-in 420 |", "| lab-node-7 | True | True | stand-in 7 |",
+                         "| lab-node-9 | Absent | True | %s |" % PENDING["message"]]
+    assert out["msg"] == lines[0] and not out["changed"]
+
+
+def test_post_writes_only_what_differs_and_not_in_check_mode(monkeypatch):
+    kube = Fleet([fleet_node("lab-node-0"), fleet_node("lab-node-2")])
+    monkeypatch.setattr(nc, "client", lambda kubeconfig, context: kube)
+    stand_in = [{"name": "lab-node-0", "type": "RuntimeBreaksOnRestart", "status": "True", "reason": "LabStandIn",
+                 "message": "stand-in set by the lab (kwok runs no containerd)"}]
+    out = nc.run(params(name=None, post=stand_in), check_mode=True)
+    assert out["posted"] == ["lab-node-0"] and out["changed"] and kube.patches == []
+    out = nc.run(params(name=None, post=stand_in))
+    assert out["posted"] == ["lab-node-0"] and [p for p, _ in kube.patches] == ["/api/v1/nodes/lab-node-0/status"]
+    assert out["table"].startswith("1 of 2 nodes break at their next reboot")
+    assert nc.run(params(name=None, post=stand_in))["changed"] is False     # the second run: nothing to write
+    with pytest.raises(nc.NodeConditionsError, match=r"post\[0\].*status is 'yes'"):
+        nc.run(params(name=None, post=[dict(stand_in[0], status="yes")]))
+    with pytest.raises(nc.NodeConditionsError, match="Node lab-node-9 does not exist"):
+        nc.run(params(name=None, post=[dict(stand_in[0], name="lab-node-9")]))
