@@ -15,7 +15,7 @@ The node tools are fakes (this machine has no GPU): shell scripts on PATH that p
 real ones print in shape; the test checks that each file holds exactly what its command printed
 (redacted where it holds secrets) and that the commands got the options the role was given
 (crictl's endpoint, containerd's config). Pod logs: kwok serves none, so the logs' redaction is
-tested with the collector over planted logs (tests/test_redact_bundle.py).
+tested with the collector over planted logs (tests/unit/bundle/test_redact_bundle.py).
 """
 import gzip
 import json
