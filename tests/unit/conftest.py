@@ -6,11 +6,10 @@ import os
 import pathlib
 import shutil
 import subprocess
-import time
 
 import pytest
 
-from lab_testing import ROOT
+from lab_testing import ROOT, wait_for
 
 
 def crictl_path():
@@ -54,15 +53,19 @@ def daemon(containerd_oracle, crictl):
     proc = subprocess.Popen([containerd_oracle, "--config", str(d / "config.toml")], stdout=log,
                             stderr=subprocess.STDOUT)
     endpoint = "unix://%s/containerd.sock" % d
-    deadline = time.monotonic() + 30
-    while True:
-        ready = subprocess.run([crictl, "--runtime-endpoint", endpoint, "info"], capture_output=True)
-        if ready.returncode == 0:
-            break
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("containerd did not serve CRI within 30 s: %s" % (d / "containerd.log").read_text()[-2000:])
-        time.sleep(0.2)  # poll interval of the bounded wait above
+
+    def serving():   # True once CRI answers; a word when the daemon is gone (no use waiting on)
+        if proc.poll() is not None:
+            return "containerd exited"
+        return subprocess.run([crictl, "--runtime-endpoint", endpoint, "info"], capture_output=True).returncode == 0
+
+    try:
+        served = wait_for("containerd to serve CRI at %s" % endpoint, serving, 30, interval=0.2)
+    except pytest.fail.Exception as timed_out:
+        served = str(timed_out)
+    if served is not True:
+        proc.kill()
+        pytest.fail("containerd did not serve CRI within 30 s (%s): %s" % (served, (d / "containerd.log").read_text()[-2000:]))
     yield d, endpoint, proc
     proc.terminate()
     try:

@@ -74,3 +74,19 @@ def test_the_default_clock_and_pause_really_wait():
 
     value, waited = wait_until("three looks", look, 5, interval=0.01)
     assert value == 3 and 0.015 <= waited < 5
+
+
+def test_the_tests_wait_through_the_one_bounded_wait():
+    """tests/lab_testing.wait_for returns what the check found, or fails naming what was awaited and
+    what was last seen; no test keeps a deadline loop of its own."""
+    import re
+
+    from lab_testing import TESTS, wait_for
+    looks = iter([None, 0, "found"])
+    assert wait_for("the third look", lambda: next(looks), 5, interval=0) == "found"
+    with pytest.raises(pytest.fail.Exception, match=r"waited 0s for nothing; last seen: \[\]"):
+        wait_for("nothing", lambda: [], 0)
+    loops = [str(p.relative_to(TESTS)) for p in TESTS.rglob("*.py")
+             if "_corpus" not in str(p) and p.name != "lab_testing.py"
+             and re.search(r"deadline\s*=|time\.monotonic\(\)\s*\+", p.read_text())]
+    assert loops == []

@@ -16,11 +16,11 @@ import re
 import shlex
 import signal
 import subprocess
-import time
 
 import pytest
 
 from gpu_stack_testing import LIBDIR, TOOLCHAIN, listed, mock_conf, nvidia_binary
+from lab_testing import wait_for
 
 SOCKET_DIR = "/var/lib/kubelet/device-plugins"
 TIME_SLICING = """version: v1
@@ -47,18 +47,6 @@ def plugin_binary():
     if os.geteuid() != 0:
         pytest.skip("a private mount namespace (unshare --mount) needs root")
     return nvidia_binary("nvidia-device-plugin")
-
-
-def poll(what, check, timeout):
-    """check() until it returns something true, at most timeout seconds; fail saying what was awaited."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail("waited %ss for %s" % (timeout, what))
-        time.sleep(0.1)
 
 
 class Plugin:
@@ -102,7 +90,7 @@ class Plugin:
 
     def wait_log(self, pattern, timeout=30):
         """The first match of pattern in the plugin's log, waiting for it."""
-        return poll("the plugin to log %r (log so far: %s)" % (pattern, self.text()[-1500:]),
+        return wait_for("the plugin to log %r (log so far: %s)" % (pattern, self.text()[-1500:]),
                     lambda: re.search(pattern, self.text(), re.M), timeout)
 
     def events(self):
@@ -112,12 +100,12 @@ class Plugin:
 
     def wait_event(self, what, check, timeout=30):
         """The first dp-probe event for which check(event) holds."""
-        return poll("dp-probe to see %s (events so far: %s)" % (what, [(e["event"], e.get("count"),
+        return wait_for("dp-probe to see %s (events so far: %s)" % (what, [(e["event"], e.get("count"),
                     e.get("healthy")) for e in self.events()]),
                     lambda: next((e for e in self.events() if check(e)), None), timeout)
 
     def wait_exit(self, timeout=30):
-        return poll("the plugin to exit", lambda: self.proc.poll() is not None, timeout) and self.proc.returncode
+        return wait_for("the plugin to exit", lambda: self.proc.poll() is not None, timeout) and self.proc.returncode
 
     def stop(self):
         if self.proc.poll() is None:
@@ -362,7 +350,7 @@ def test_config_manager_links_the_labelled_config(tmp_path, node_api):
     log = open(str(tmp_path / "config-manager.log"), "w")
     manager = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        poll("config-manager to link 'any'", lambda: (tmp_path / "config.yaml").is_symlink()
+        wait_for("config-manager to link 'any'", lambda: (tmp_path / "config.yaml").is_symlink()
              and os.readlink(str(tmp_path / "config.yaml")) == str(tmp_path / "configs/any"), 30)
         text = (tmp_path / "config-manager.log").read_text()
         assert "Label change detected: %s=any" % LABEL in text
@@ -386,10 +374,10 @@ def test_label_to_twenty_devices_through_config_manager(tmp_path, node_api, run_
     plugin = run_plugin(driver_root, probe=dp_probe, argv0=name, config_path=tmp_path / "config.yaml",
                         manager=args)
     plugin.wait_event("4 devices", lambda e: e["event"] == "devices" and e["count"] == 4)
-    poll("config-manager to find the default in place",
+    wait_for("config-manager to find the default in place",
          lambda: "Already configured. Skipping update..." in plugin.manager_log.read_text(), 30)
     node_api.set_label(LABEL, "any")
-    poll("config-manager to link 'any'", lambda: os.readlink(str(tmp_path / "config.yaml")).endswith("/any"), 30)
+    wait_for("config-manager to link 'any'", lambda: os.readlink(str(tmp_path / "config.yaml")).endswith("/any"), 30)
     plugin.wait_log(r"Received SIGHUP, restarting\.$")
     plugin.wait_event("20 devices", lambda e: e["event"] == "devices" and e["count"] == 20)
     assert "Successfully sent signal" in plugin.manager_log.read_text()
