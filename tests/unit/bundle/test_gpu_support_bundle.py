@@ -1,15 +1,12 @@
 """The support bundle's pieces without a cluster: the node side with tools missing or failing,
 the folder rules, redaction, and plain refusals (the live cluster and a node over a local
 connection: tests/cluster/test_support_bundle.py)."""
-import base64
 import json
 import os
 from lab_testing import TESTS  # tests/lab_testing.py
 
 import pytest
 
-import gpu_bundle_collect
-import gpu_bundle_node
 from ansible.module_utils.bundle import cluster_side
 from ansible.module_utils.bundle import contents
 from ansible.module_utils.bundle import node_side
@@ -25,16 +22,6 @@ def script(path, body):
     path.write_text("#!/bin/sh\n" + body)
     path.chmod(0o755)
     return str(path)
-
-
-def test_a_node_without_any_tool_gives_no_file_and_says_why(tmp_path, monkeypatch, module_runner):
-    monkeypatch.setenv("PATH", str(tmp_path))            # nothing installed
-    monkeypatch.setattr(node_commands, "which", lambda name: None)
-    out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none")}, check_mode=True)
-    assert not out["failed"] and out["files"] == {} and not out["changed"]
-    assert set(out["index"]) == set(contents.NODE_FILES)
-    assert all(e["status"] == "missing" and e["reason"] for e in out["index"].values())
-    assert "not installed" in out["index"]["nvidia-smi.txt"]["reason"]
 
 
 def test_a_failing_driver_keeps_its_words_and_skips_what_needs_it(tmp_path, monkeypatch):
@@ -135,61 +122,8 @@ def test_the_folder_rules(tmp_path):
     assert not (tmp_path / "escape").exists() and not (tmp_path / "c").exists()
 
 
-@pytest.mark.parametrize("args,words", [
-    ({"pods": ["no-slash"]}, "not NAMESPACE/NAME"),
-    ({"nodes": {"n1": {"files": {}}}}, "give what gpu_bundle_node returned"),
-    ({"nodes": {"bad/name": {"msg": "x"}}}, "not a node name"),
-    ({"stack_selectors": [","]}, "empty label selector"),
-])
-def test_bad_input_is_refused_plainly_and_writes_nothing(tmp_path, module_runner, args, words):
-    out = module_runner(gpu_bundle_collect.main, dict({"kubeconfig": str(tmp_path / "none"),
-                                                       "dest": str(tmp_path / "b")}, **args))
-    assert out["failed"] and words in out["msg"] and not (tmp_path / "b").exists()
-
-
-def test_a_bad_kubeconfig_is_named(tmp_path, module_runner):
-    out = module_runner(gpu_bundle_collect.main, {"kubeconfig": str(tmp_path / "none"), "dest": str(tmp_path / "b"),
-                                                  "nodes": {"n1": {"files": {"x.txt": base64.b64encode(b"x").decode()},
-                                                                   "index": {}}}})
-    assert out["failed"] and "kubeconfig" in out["msg"] and str(tmp_path / "none") in out["msg"]
-    assert not (tmp_path / "b").exists()
-
-
 # a real containerd 1.6.20 daemon asked by a real crictl (the fixtures crictl, daemon: tests/unit/conftest.py)
 CORPUS = TESTS / "diagnosis_corpus"
-
-
-def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, containerd_oracle, crictl, daemon,
-                                                          tmp_path):
-    """The drop-in written, containerd not restarted: crictl-info.json (the running daemon) keeps
-    runc only while containerd-config-dump.toml (the files) lists nvidia - and the bundle reader
-    makes restart_pending of them. The daemon gone: no crictl-info.json, crictl's words kept."""
-    from ansible.module_utils.diagnosis import bundle_source
-    d, endpoint, proc = daemon
-    args = {"crictl": crictl, "runtime_endpoint": endpoint, "containerd": containerd_oracle,
-            "containerd_config": str(d / "config.toml"), "containerd_log": str(d / "containerd.log"),
-            "nvidia_smi": "/nonexistent/nvidia-smi", "driver_root": "", "socket_dir": str(tmp_path / "none"),
-            "kubelet_unit": ""}
-    (d / "conf.d/99-nvidia.toml").write_text((CORPUS / "containerd-1.6.20/99-nvidia.toml").read_text())
-    out = module_runner(gpu_bundle_node.main, args, check_mode=True)
-    files = {k: base64.b64decode(v) for k, v in out["files"].items()}
-    running = json.loads(files["crictl-info.json"])["config"]["containerd"]
-    assert sorted(running["runtimes"]) == ["runc"] and running["defaultRuntimeName"] == "runc"
-    assert b'runtimes.nvidia]' in files["containerd-config-dump.toml"]
-    assert b"starting containerd" in files["containerd.log"]                 # the daemon's own log
-    assert out["index"]["nvidia-smi.txt"]["status"] == "missing"
-    folder = tmp_path / "nodes/n1"
-    folder.mkdir(parents=True)
-    for name, data in files.items():
-        (folder / name).write_bytes(data)
-    facts = bundle_source.bundle_node_facts(str(folder), index=out["index"])
-    assert facts["restart_pending"] is True and facts["runtimes_running"] == ["runc"]
-    proc.terminate()
-    proc.wait(timeout=20)
-    out = module_runner(gpu_bundle_node.main, args)
-    entry = out["index"]["crictl-info.json"]
-    assert "crictl-info.json" not in out["files"] and entry["status"] == "failed" and entry["rc"] != 0
-    assert entry["output"] and endpoint.split("//")[1] in entry["output"] + entry["command"]
 
 
 def test_a_real_bundle_of_the_lab_real_node(module_runner):

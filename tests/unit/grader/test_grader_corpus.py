@@ -4,19 +4,15 @@ here (no cluster needed); for steps 5-8 the file checks are graded here and the
 live-cluster checks in the Molecule scenario `trainee`. The expected values are the lab's
 own settings, as Ansible renders them (lab_grade_settings) - the tests hold no copy."""
 import hashlib
-import json
 import os
 import pathlib
-import shutil
-import subprocess
-import sys
-from lab_testing import ROOT, TESTS  # tests/lab_testing.py
+from lab_testing import ROOT, TESTS, lab_from, lab_settings  # tests/lab_testing.py
 
 import pytest
 import yaml
 
 from ansible.module_utils.diagnosis.layers import LAYERS
-from ansible.module_utils.grader.grade import SETTINGS, Grader
+from ansible.module_utils.grader.grade import Grader
 
 CORPUS = TESTS / "trainee"
 WRONG = sorted(p.name for p in (CORPUS / "wrong").iterdir())
@@ -33,38 +29,9 @@ def assert_judged(result):
         assert not any(words in text for words in CRASHED), (step, text)
 
 
-def lab_settings(*extra_vars):
-    """lab_grade_settings from inventory/group_vars/all/lab.yml, rendered by Ansible itself
-    (with -e extra_vars), keeping the settings the checks compare against."""
-    args = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost",
-            "-m", "ansible.builtin.debug", "-a", "var=lab_grade_settings"]
-    for extra in extra_vars:
-        args += ["-e", extra]
-    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
-                         env=dict(os.environ, ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-                                  ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
-    rendered = json.loads(out.stdout.split("=>", 1)[1])["lab_grade_settings"]
-    return {k: v for k, v in rendered.items() if k in SETTINGS}
-
-
 @pytest.fixture(scope="module")
 def settings():
     return lab_settings()
-
-
-def lab_from(tmp_path, overlay=None):
-    lab = tmp_path / "lab"
-    shutil.copytree(CORPUS / "correct", lab)
-    if overlay:
-        for src in (CORPUS / "wrong" / overlay).rglob("*"):
-            if src.is_file() and src.name != "expect.yml":
-                dest = lab / src.relative_to(CORPUS / "wrong" / overlay)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dest)
-    for path in lab.rglob("*"):
-        if path.is_file():
-            path.write_text(path.read_text().replace("@LAB@", str(lab)))
-    return lab
 
 
 def test_correct_answer_passes_steps_1_to_4(tmp_path, settings):

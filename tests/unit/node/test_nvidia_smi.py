@@ -1,4 +1,5 @@
-"""Finding and judging nvidia-smi (module_utils/node/nvidia_smi.py, module gpu_driver_version).
+"""Finding and judging nvidia-smi (module_utils/node/nvidia_smi.py; the module gpu_driver_version:
+tests/unit/library/test_gpu_driver_version.py).
 
 The failure texts and exit codes are nvidia-smi's own: "NVIDIA-SMI has failed because it
 couldn't communicate with the NVIDIA driver" (exit 9, NVIDIA/gpu-operator and
@@ -6,13 +7,10 @@ k8s-device-plugin issue threads), "Failed to initialize NVML: Driver/library ver
 (exit 18 on 5xx drivers), exit codes from nvidia-smi(1) RETURN VALUE. A real chroot into a
 driver root built here stands for the GPU Operator's /run/nvidia/driver.
 """
-import os
 import shutil
-import subprocess
 
 import pytest
 
-import gpu_driver_version
 from ansible.module_utils.node import nvidia_smi as ns
 
 
@@ -68,30 +66,3 @@ def test_found_under_the_driver_root_is_run_by_chroot(tmp_path, monkeypatch):
     typed, resolved = ns.locate("nvidia-smi", str(root))
     assert typed == ["chroot", str(root), "nvidia-smi"]
     assert resolved == [shutil.which("chroot"), str(root), "nvidia-smi"]
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("chroot"), reason="chroot needs root")
-def test_a_real_chroot_into_a_driver_root(tmp_path, monkeypatch, module_runner):
-    """A driver root with its own /bin/sh (dash and the libraries ldd names), as the
-    Operator's driver container gives /run/nvidia/driver its own userland."""
-    root = tmp_path / "run-nvidia-driver"
-    shell = os.path.realpath(shutil.which("dash") or "/bin/sh")
-    libs = [line.split("=>")[-1].split("(")[0].strip() for line in
-            subprocess.run(["ldd", shell], capture_output=True, text=True).stdout.splitlines()]
-    for lib in [l for l in libs if l.startswith("/")]:
-        dest = root / lib.lstrip("/")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(lib, dest)
-    (root / "bin").mkdir(parents=True, exist_ok=True)
-    shutil.copy(shell, root / "bin/sh")
-    name = "nvidia-smi-test-%d" % os.getpid()         # on no PATH of this machine
-    fake(root / "usr/bin" / name, "echo 550.54.15\n")
-    out = module_runner(gpu_driver_version.main, {"nvidia_smi": name, "driver_root": str(root)})
-    assert out["status"] == "ok" and out["version"] == "550.54.15", out
-    assert out["command"].split()[:3] == [shutil.which("chroot"), str(root), name]
-    fake(root / "usr/bin" / name, "echo 'Failed to initialize NVML: Driver/library version mismatch'\nexit 18\n")
-    out = module_runner(gpu_driver_version.main, {"nvidia_smi": name, "driver_root": str(root)}, check_mode=True)
-    assert out["status"] == "failed" and "version mismatch" in out["output"] and not out["changed"]
-    os.unlink(root / "bin/sh")                        # the command cannot run in the root: exit 127
-    out = module_runner(gpu_driver_version.main, {"nvidia_smi": name, "driver_root": str(root)})
-    assert out["status"] == "inconclusive", out

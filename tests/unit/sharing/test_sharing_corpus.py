@@ -6,7 +6,6 @@ the plugin's own code built from tag v0.20.0. With SHARING_ORACLE=/path/to/that-
 """
 import json
 import os
-import pathlib
 import subprocess
 from lab_testing import TESTS  # tests/lab_testing.py
 
