@@ -110,7 +110,7 @@ lint: host-test venv
 unit: host-test venv oracle oracle2 oracle24
 	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(CURDIR)/$(ORACLE2) \
 	  CONTAINERD24_ORACLE=$(CURDIR)/$(ORACLE24) \
-	  $(BIN)/pytest -q tests --ignore=tests/cluster
+	  $(BIN)/pytest -q tests/unit
 
 # needs the control-plane binaries the lab builds (molecule's converge builds them)
 cluster-tests: host-test venv

@@ -7,7 +7,7 @@
 The source of truth is module_utils/sharing/cards.py CARDS (what gpu_sharing_plan plans with):
 per card its key, the name nvidia-smi prints (``names[0]``), the memory NVML reports in MiB
 (``nvml_total_mib`` - what nvidia-smi prints - else the nominal GiB x 1024, the same fallback
-the MPS plan's numbers use) and the compute capability. tests/test_gpu_stack.py fails when
+the MPS plan's numbers use) and the compute capability. tests/unit/roles/test_gpu_stack.py fails when
 the committed cards.tsv and this output differ.
 """
 
