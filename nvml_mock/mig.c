@@ -14,8 +14,10 @@
  * - Creating a GPU instance: NVML_ERROR_INSUFFICIENT_RESOURCES unless the profile has instances
  *   left, its compute slices fit beside the others', the card's engines (DEC, ENC, CE, JPEG, OFA
  *   of the full-GPU profile) suffice, and a placement of the profile is free - the rules
- *   module_utils/sharing/mig_layout.py plans with. Without a placement the lowest free start is
- *   taken (the mock's choice; mig-parted tries orderings until one fits). GPU instance IDs are
+ *   module_utils/sharing/mig_layout.py plans with. Without a placement the highest free start
+ *   is taken: NVIDIA's MIG user guide shows `nvidia-smi mig -cgi 9,3g.20gb` creating GPU instance
+ *   ID 2 (placement 4:4) first; the driver's rule is not documented, and mig-parted tries
+ *   orderings of a layout until one fits (pkg/mig/config/config.go). GPU instance IDs are
  *   the placement's node in the memory slice tree: size M -> 0; M/2 -> 1, 2; M/4 -> 3..6;
  *   M/8 -> 7..14 (A100: seven 1g.5gb are IDs 7..13, as nvidia-smi mig -lgi lists them).
  * - Compute instances: CI profile index = ID (1, 2, 3, 4, 7 slices...), sizes up to the GPU
@@ -454,7 +456,7 @@ nvmlReturn_t gi_fits(const struct mig_gpu *m, const struct profile *p, const uns
     }
     if (same >= p->instances || slices > card.compute_slices || !engines_fit(m, p))
         return NVML_ERROR_INSUFFICIENT_RESOURCES;
-    for (k = 0; k < p->nplacements; k++) {
+    for (k = p->nplacements; k-- > 0;) {  /* the highest free start first (mig.c's header) */
         if (want && *want != p->start[k])
             continue;
         if (memory_free(m, p->start[k], p->size)) {
