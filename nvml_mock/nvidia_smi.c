@@ -132,7 +132,7 @@ static int list_gpus(unsigned int count, const char *ids)
 static int query(unsigned int count, const char *fields, const char *format)
 {
     static const char *known[] = { "index", "name", "uuid", "driver_version", "memory.total", "memory.used",
-                                   "memory.free", "pci.bus_id", "serial", "compute_cap", NULL };
+                                   "memory.free", "pci.bus_id", "pci.device_id", "serial", "compute_cap", NULL };
     char list[1024], *names[16], *tok, *save = NULL, driver[32];
     int n = 0, k, noheader = strstr(format, "noheader") != NULL, nounits = strstr(format, "nounits") != NULL;
     unsigned int i;
@@ -182,6 +182,7 @@ static int query(unsigned int count, const char *fields, const char *format)
             else if (!strcmp(f, "memory.used")) printf("%llu%s", mem.used >> 20, unit);
             else if (!strcmp(f, "memory.free")) printf("%llu%s", mem.free >> 20, unit);
             else if (!strcmp(f, "pci.bus_id")) printf("%s", pci.busId);
+            else if (!strcmp(f, "pci.device_id")) printf("0x%08X", pci.pciDeviceId);
             else if (!strcmp(f, "serial")) printf("%s", serial);
             else if (!strcmp(f, "compute_cap")) printf("%d.%d", major, minor);
             printf("%s", k + 1 < n ? ", " : "\n");

@@ -57,7 +57,7 @@ void smi_list_mig(nvmlDevice_t gpu)
         nvmlDeviceGetName(mig, name, sizeof name);
         nvmlDeviceGetUUID(mig, uuid, sizeof uuid);
         profile = strstr(name, " MIG ");
-        printf("  MIG %-12s Device %2u: (UUID: %s)\n", profile ? profile + 5 : name, n++, uuid);
+        printf("  MIG %-11s Device %2u: (UUID: %s)\n", profile ? profile + 5 : name, n++, uuid);
     }
 }
 

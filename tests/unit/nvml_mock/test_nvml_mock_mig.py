@@ -11,6 +11,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -23,6 +24,7 @@ LISTINGS = ROOT / "tests/sharing_corpus/mig_listings"
 # nvml.h of go-nvml (the version the device plugin pins), enum nvmlReturn_enum
 SUCCESS, NOT_SUPPORTED, NOT_FOUND, RESET_REQUIRED, IN_USE, INSUFFICIENT_RESOURCES = 0, 3, 6, 16, 19, 23
 A100 = cards.CARDS["A100-SXM4-40GB"]["profiles"]
+sys.path.insert(0, str(MOCK_SRC))
 MIG_UUID = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -198,8 +200,8 @@ def test_the_state_is_seen_by_another_process(node):
     assert rc == 0
     lines = out.splitlines()
     assert lines[0].startswith("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-")
-    assert re.match(r"^  MIG 2g\.10gb      Device  0: \(UUID: MIG-[0-9a-f-]{36}\)$", lines[1]), out
-    assert re.match(r"^  MIG 2g\.10gb      Device  1: \(UUID: MIG-", lines[2]) and lines[3].startswith("GPU 1:")
+    assert re.match(r"^  MIG 2g\.10gb     Device  0: \(UUID: MIG-[0-9a-f-]{36}\)$", lines[1]), out
+    assert re.match(r"^  MIG 2g\.10gb     Device  1: \(UUID: MIG-", lines[2]) and lines[3].startswith("GPU 1:")
     text = node.state.read_text()
     assert re.search(r"^gi GPU-\S+ 5 14 4 2$", text, re.M) and re.search(r"^ci GPU-\S+ 5 0 1 0 2$", text, re.M)
     rc, out = node.smi("mig", "-lgi")
@@ -251,3 +253,19 @@ def test_the_listings_read_as_the_card_table(node, card):
         if profile["engines"] is not None:
             assert got["engines"] == profile["engines"], name
     assert mig_listing.parse_lgipp(lgipp)["gpus"] == {0: {p["id"]: list(p["placements"]) for p in table.values()}}
+
+
+def test_exports_every_symbol_mig_parteds_go_nvml_references(built):
+    """mig-parted v0.12.1 pins an older go-nvml (v0.12.4-1) than the device plugin: under lazy
+    binding a symbol it calls and the mock lacks would abort it (go-nvml#82)."""
+    import gen_stubs  # pylint: disable=import-outside-toplevel  (nvml_mock/gen_stubs.py)
+    mod = (ROOT / "toolchain/mig-parted/go.mod").read_text()
+    version = re.search(r"^\s*github\.com/NVIDIA/go-nvml (\S+)", mod, re.M).group(1)
+    done = subprocess.run(["go", "mod", "download", "-json", "github.com/NVIDIA/go-nvml@" + version],
+                          cwd=str(ROOT / "toolchain/mig-parted"), stdout=subprocess.PIPE,
+                          universal_newlines=True, check=True)
+    referenced = gen_stubs.referenced(str(pathlib.Path(json.loads(done.stdout)["Dir"]) / "pkg/nvml"))
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(built / "root" / LIBDIR / "libnvidia-ml.so.1")],
+                        stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    defined = {line.split()[-1] for line in nm.splitlines() if line.strip()}
+    assert len(referenced) > 300 and not sorted(set(referenced) - defined)
