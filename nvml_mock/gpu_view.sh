@@ -12,6 +12,12 @@
 #                                   IsNvidiaModuleLoaded). A kernel without modules has no
 #                                   /proc/modules at all: then /proc becomes a tmpfs linking
 #                                   every entry of a second procfs mount, plus that file.
+#   /proc/driver/nvidia-caps/mig-minors
+#                                   the MIG capability minors, laid out as the MIG user guide's
+#                                   example (config 1, monitor 2, gpu0/gi0/access 3,
+#                                   gpu0/gi0/ci0/access 4 ...: 9 per GPU instance, 135 per GPU):
+#                                   the device plugin gives each MIG device its paths from it
+#                                   (v0.19.3 internal/mig/mig-dp.go, internal/rm/nvml_devices.go)
 #
 #   gpu_view.sh WORKDIR     (the mock's nvidia-smi on PATH, its library and configuration found
 #                            as the reader finds them: LD_LIBRARY_PATH, NVML_MOCK_CONFIG)
@@ -32,13 +38,27 @@ while IFS=', ' read -r bus id; do
   head -c 256 /dev/zero > "$dir/config"
 done <<< "$lines"
 mount --bind "$work/pci" /sys/bus/pci/devices
+mkdir -p "$work/driver/nvidia-caps"
+{
+  echo "config 1"
+  echo "monitor 2"
+  for ((g = 0; g < $(wc -l <<< "$lines"); g++)); do
+    for ((gi = 0; gi < 15; gi++)); do
+      base=$((3 + g * 135 + gi * 9))
+      echo "gpu$g/gi$gi/access $base"
+      for ((ci = 0; ci < 8; ci++)); do echo "gpu$g/gi$gi/ci$ci/access $((base + 1 + ci))"; done
+    done
+  done
+} > "$work/driver/nvidia-caps/mig-minors"
 module="nvidia 56823808 0 - Live 0x0000000000000000 (POE)"
 if [ -e /proc/modules ]; then
   { grep -v '^nvidia ' /proc/modules || true; echo "$module"; } > "$work/modules"
   mount --bind "$work/modules" /proc/modules
+  [ ! -d /proc/driver ] || mount --bind "$work/driver" /proc/driver
 else
   mount -t proc proc "$work/proc"
   mount -t tmpfs -o mode=0555 tmpfs /proc
-  for entry in "$work"/proc/*; do ln -s "$entry" "/proc/${entry##*/}"; done
+  for entry in "$work"/proc/*; do [ "${entry##*/}" = driver ] || ln -s "$entry" "/proc/${entry##*/}"; done
+  cp -a "$work/driver" /proc/driver
   echo "$module" > /proc/modules
 fi
