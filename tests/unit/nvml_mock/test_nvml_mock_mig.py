@@ -7,6 +7,7 @@ second harness, the reader - shares the MIG state through the state file, as eve
 that opens the real library shares the driver's.
 """
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -39,15 +40,23 @@ def go_nvml_dir():
     return pathlib.Path(json.loads(done.stdout)["Dir"]) / "pkg/nvml"
 
 
+_BUILT = {}     # one build for every module that imports this fixture (they share this module)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The mock as a driver root and the harness linked against it."""
+    """The mock as a driver root and the harness linked against it (built once per session)."""
     if not shutil.which("gcc"):
         pytest.skip("no gcc: the mock NVML library is C")
-    base = tmp_path_factory.mktemp("nvml-mock-mig")
+    if "base" not in _BUILT:
+        _BUILT["base"] = build(tmp_path_factory.mktemp("nvml-mock-mig"))
+    return _BUILT["base"]
+
+
+def build(base):
     nvml = go_nvml_dir()
     subprocess.run(["bash", str(MOCK_SRC / "build.sh"), "--driver-root", str(base / "root")], check=True,
-                   env={"PATH": "/usr/local/go/bin:/usr/bin:/bin", "GO_NVML_DIR": str(nvml), "HOME": str(base)},
+                   env=dict(os.environ, GO_NVML_DIR=str(nvml)),
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lib = base / "root" / LIBDIR
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-DNVML_NO_UNVERSIONED_FUNC_DEFS=1", "-I", str(nvml),

@@ -125,7 +125,7 @@ def test_mig_parted_cannot_reconfigure_a_gpu_a_container_holds(node, mig_parted)
     held = pathlib.Path(str(node.state) + ".held")
     held.mkdir()
     (held / uuid).write_text("")
-    rc, out = node(mig_parted, "apply", "-f", CONFIG, "-c", "all-1g.5gb", check=False)
+    rc, out = node(mig_parted, "apply", "-f", CONFIG, "-c", "all-3g.20gb", check=False)
     # go-nvml names the return code: "error destroying Compute instance ...: ERROR_IN_USE"
     assert rc != 0 and re.search(r"error destroying Compute instance .*: ERROR_IN_USE", out), out
     node(mig_parted, "assert", "-f", CONFIG, "-c", "all-7g.40gb")       # nothing was destroyed
