@@ -191,6 +191,17 @@ static int query(unsigned int count, const char *fields, const char *format)
     return rc;
 }
 
+/* the MIG M. cell: "Enabled", "Disabled", or a pending change as driver 550 prints it ("Disabled*") */
+static const char *mig_mode(nvmlDevice_t d)
+{
+    unsigned int current, pending;
+    if (nvmlDeviceGetMigMode(d, &current, &pending) != NVML_SUCCESS)
+        return "N/A";
+    if (current != pending)
+        return current == NVML_DEVICE_MIG_ENABLE ? "Enabled*" : "Disabled*";
+    return current == NVML_DEVICE_MIG_ENABLE ? "Enabled" : "Disabled";
+}
+
 /* driver 550's default table; what the mock does not model (fan, temperature, power) is N/A */
 static int table(unsigned int count)
 {
@@ -227,7 +238,7 @@ static int table(unsigned int count)
         printf("| %3u  %-31.31sOn  | %18s Off | %20s |\n", i, name, pci.busId, "0");
         printf("| N/A   N/A    P0              N/A /  N/A |%8lluMiB / %6lluMiB |%7s%%%13s |\n",
                mem.used >> 20, mem.total >> 20, "0", "Default");
-        printf("|                                         |                        | %20s |\n", "Disabled");
+        printf("|                                         |                        | %20s |\n", mig_mode(d));
         printf("%s\n", rule);
     }
     printf("                                                                                         \n");

@@ -69,6 +69,7 @@ def build(base):
 def node(built, tmp_path):
     """A configuration and state file of this test's own: card, count, state path."""
     class Node:
+        harness = built / "harness"
         state = tmp_path / "state" / "nvml-mock-mig.state"
         conf = tmp_path / "nvml-mock.conf"
 
@@ -123,6 +124,7 @@ def test_mig_mode_is_pending_until_a_reset(node):
         [str(NOT_SUPPORTED), "0", "0", "0", "999"]]        # no instances while MIG is off
     rc, out = node.smi("-i", "0", "-mig", "1")
     assert rc == 0 and "pending enable state for GPU 00000000:07:00.0" in out
+    assert node.smi()[1].count("Disabled* |") == 1                 # the table marks the pending change
     rc, out = node.smi("-r", "-i", "00000000:07:00.0")               # as mig-parted runs it
     assert rc == 0 and out.splitlines()[0] == "GPU 00000000:07:00.0 was successfully reset.", out
     assert node.run("getmode", 0, "getmode", 1) == [["0", "1", "1"], ["0", "0", "0"]]
@@ -132,6 +134,20 @@ def test_mig_mode_is_pending_until_a_reset(node):
     assert len(node.devices()) == 1
     node.smi("-r", "-i", "0")
     assert node.run("getmode", 0) == [["0", "0", "0"]] and node.devices() == []
+
+
+def test_changes_from_processes_at_once_are_all_kept(node):
+    """Four processes create at the same time, one GPU each: the state file's lock keeps every
+    change (a read-modify-write without it would lose some)."""
+    node.enable()
+    env = node.env()
+    procs = [subprocess.Popen([str(node.harness)] + ["cgi", str(gpu), "19"] * 7, env=env, stdout=subprocess.PIPE,
+                              universal_newlines=True) for gpu in range(4)]
+    outs = [p.communicate(timeout=30)[0] for p in procs]
+    assert [[line.split()[0] for line in o.splitlines()] for o in outs] == [["0"] * 7] * 4, outs
+    assert len(node.devices()) == 28
+    rc, out = node.smi()
+    assert rc == 0 and out.count("Enabled |") == 4, out         # the table's MIG M. column
 
 
 def test_all_1g_5gb_is_seven_per_gpu_at_the_card_tables_placements(node):
