@@ -84,10 +84,12 @@ lane-docs:
 
 # The binaries the lab builds (control plane, the real node's, NVIDIA's), built once before the
 # lanes so Molecule and the cluster tests never build them at the same time; nothing when a lab
-# built them already (toolchain/build.sh, the one build script).
+# built them already (toolchain/build.sh, the one build script). nvidia-mig-parted is the tests'
+# only (tests/unit/nvml_mock; about 15 s), never the lab's.
 binaries:
 	@missing=$$(toolchain/build.sh status $(LAB_BIN) | awk '$$3 != "ok" {print $$1}'; \
-	  toolchain/build.sh status $(LAB_BIN) gpu-stack | awk '$$3 != "ok" {print $$1}'); \
+	  toolchain/build.sh status $(LAB_BIN) gpu-stack | awk '$$3 != "ok" {print $$1}'; \
+	  toolchain/build.sh status $(LAB_BIN) nvidia-mig-parted | awk '$$3 != "ok" {print $$1}'); \
 	  for c in $$missing; do echo "make test: building $$c (toolchain/build.sh)"; toolchain/build.sh $$c $(LAB_BIN) || exit 1; done
 
 lab-snapshot:
@@ -99,7 +101,7 @@ lab-unchanged:
 
 # every shell script the project ships or runs (as root too): found by its #! line, so a new one
 # cannot be missed
-SHELL_SCRIPTS = $(shell grep -rlE '^\#!(/usr/bin/env |/bin/)(ba)?sh' roles playbooks toolchain bench tools .ci | grep -v '\.j2$$' | sort)
+SHELL_SCRIPTS = $(shell grep -rlE '^\#!(/usr/bin/env |/bin/)(ba)?sh' roles playbooks toolchain bench tools .ci nvml_mock | grep -v '\.j2$$' | sort)
 
 lint: host-test venv
 	$(BIN)/yamllint -s .
