@@ -30,25 +30,13 @@ def oracle_path():
     return None
 
 
-def checked(path, key):
-    """The oracle at path, refused (naming what it is) unless it reports the version the project
-    defines for it - an oracle of another version would silently judge another containerd."""
-    want = _versions.versions()[key]
-    found = _versions.reported(path)
-    if found != want:
-        pytest.fail("%s reports containerd %s, the oracle must be %s (toolchain/versions.env %s): "
-                    "on another Debian release apt gives another containerd; point the variable at a "
-                    "%s binary or rebuild it (make clean oracle oracle2 oracle24)" % (path, found, want, key, want))
-    return path
-
-
 @pytest.fixture(scope="session")
 def containerd_oracle():
     path = oracle_path()
     if path is None:
         pytest.fail("real containerd 1.6 not found: run `make oracle` (unpacks Debian's "
                     "containerd package into .cache/containerd) or set CONTAINERD_ORACLE")
-    return checked(path, "CONTAINERD_DEBIAN")
+    return _versions.checked(path, "CONTAINERD_DEBIAN")
 
 
 @pytest.fixture(scope="session")
@@ -64,7 +52,7 @@ def containerd2_oracle():
     if stray:  # containerd 2.x imports these by default: they would join every case
         pytest.fail("%s exist; containerd 2.x imports /etc/containerd/conf.d/*.toml by "
                     "default, so the oracle would read them too" % ", ".join(stray))
-    return checked(path, "CONTAINERD_2")
+    return _versions.checked(path, "CONTAINERD_2")
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +67,7 @@ def containerd24_oracle():
                     "toolchain/containerd24) or set CONTAINERD24_ORACLE")
     if glob.glob("/etc/containerd/conf.d/*.toml"):
         pytest.fail("/etc/containerd/conf.d/*.toml exist; containerd 2.x imports them by default")
-    return checked(path, "CONTAINERD_24")
+    return _versions.checked(path, "CONTAINERD_24")
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ as a playbook from a folder outside the checkout. The trainee guides (GUIDES) ca
 their own test runs every ``sh`` block in them (each section's folded solution first), and
 playbooks/guide.yml prints them in the terminal, where a marker would show.
 
-tests/test_doc_blocks.py checks the parsing and that no page has a marked block the runner
+tests/unit/docs/test_doc_blocks.py checks the parsing and that no page has a marked block the runner
 would skip.
 """
 import pathlib

@@ -3,6 +3,8 @@ import pathlib
 import re
 import subprocess
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -27,3 +29,15 @@ def reported(binary):
     out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
     words = out.stdout.split()
     return words[2].lstrip("v").split("+")[0].split("~")[0] if len(words) >= 3 else out.stdout.strip()
+
+
+def checked(path, key):
+    """The oracle at path, refused (naming what it is) unless it reports the version the project
+    defines for it - an oracle of another version would silently judge another containerd."""
+    want = versions()[key]
+    found = reported(path)
+    if found != want:
+        pytest.fail("%s reports containerd %s, the oracle must be %s (toolchain/versions.env %s): "
+                    "on another Debian release apt gives another containerd; point the variable at a "
+                    "%s binary or rebuild it (make clean oracle oracle2 oracle24)" % (path, found, want, key, want))
+    return path

@@ -20,7 +20,7 @@ rules themselves are redact_rules.py.
 
 What must stay for the diagnosis stays: image names, runtime handler names and BinaryName paths,
 resource names and counts, error texts, Xid lines and versions carry no secret-named key and no
-credential shape (tests/test_redact_bundle.py judges every bundle of tests/bundle_corpus before
+credential shape (tests/unit/bundle/test_redact_bundle.py judges every bundle of tests/bundle_corpus before
 and after redaction and compares).
 """
 

@@ -5,12 +5,12 @@ binaries the lab built (LAB_BIN_DIR, default ~/.cache/gpu-incident-lab/bin): the
 server answering here is the one the lab runs, not a stand-in. About 10 s to create.
 """
 import os
-import time
 import uuid
 
 import pytest
 
 from lab_clusters import kwok_cluster  # tests/cluster/lab_clusters.py
+from lab_testing import wait_for  # tests/lab_testing.py: the one bounded wait
 
 # The built binaries are shared (read-only) with the user's labs; everything else is the tests'.
 CACHE = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
@@ -54,10 +54,7 @@ def namespace(kube):
     """A fresh namespace, once its default ServiceAccount exists (Pods need it)."""
     name = "t-%s" % uuid.uuid4().hex[:6]
     kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
-    deadline = time.monotonic() + 30
-    while kube.get("/api/v1/namespaces/%s/serviceaccounts/default" % name, missing_ok=True) is None:
-        if time.monotonic() > deadline:
-            pytest.fail("namespace %s: the controller-manager created no default ServiceAccount "
-                        "within 30 s" % name)
-        time.sleep(0.2)  # poll interval of the bounded wait above
+    wait_for("namespace %s: the controller-manager to create its default ServiceAccount" % name,
+             lambda: kube.get("/api/v1/namespaces/%s/serviceaccounts/default" % name, missing_ok=True), 30,
+             interval=0.2)
     return name

@@ -13,7 +13,6 @@ import pathlib
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -24,6 +23,7 @@ from lab_clusters import kwok_cluster  # noqa: E402  (tests/cluster/lab_clusters
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 from headless_chromium import Chromium, binary  # noqa: E402
+from lab_testing import wait_for as wait  # tests/lab_testing.py: the one bounded wait
 
 BIN = os.path.expanduser(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin"))
 PLAYBOOK = str(pathlib.Path(sys.executable).parent / "ansible-playbook")
@@ -39,16 +39,6 @@ def own_cluster(tmp_path_factory):
     a taint and an admission policy that other tests' diagnoses would pick up."""
     with kwok_cluster(tmp_path_factory, "board-pytest") as kubeconfig:
         yield kubeconfig
-
-
-def wait(what, check, timeout=60):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "waited %ss for %s" % (timeout, what)
-        time.sleep(0.5)  # poll interval of the bounded wait above
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
+from lab_testing import wait_for  # tests/lab_testing.py: the one bounded wait
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))) / "gpu-incident-lab/bin"
@@ -43,14 +44,6 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_for(what, check, timeout):
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail("%s within %d s" % (what, timeout), pytrace=False)
-        time.sleep(0.2)  # poll interval of the bounded wait above
 
 
 def user_pids(user):

@@ -5,29 +5,18 @@ label, a device-plugin DaemonSet (kwok runs its Pod), a RuntimeClass, a GPU Pod 
 thing the way it breaks on a real cluster, and asks gpu_diagnose where the path is cut.
 """
 import pathlib
-import time
 import uuid
 
 import pytest
 
 import gpu_diagnose
 from ansible.module_utils.kube.client import KubeError, condition
+from lab_testing import wait_for as wait  # tests/lab_testing.py: the one bounded wait
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DRIVER = "nvidia.com/cuda.driver.major"
 FACTS_OK = {"driver_ok": True, "driver_version": "550.54.15", "runtimes_loaded": ["runc", "nvidia"],
             "device_plugin_socket": True}
-
-
-def wait(what, check, timeout=60):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("waited %ss for %s" % (timeout, what))
-        time.sleep(0.3)  # poll interval of the bounded wait above
 
 
 class World:

@@ -5,7 +5,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 import uuid
 
 import jinja2
@@ -13,22 +12,12 @@ import pytest
 import yaml
 
 from ansible.module_utils.kube.client import KubeError
+from lab_testing import wait_for as wait  # tests/lab_testing.py: the one bounded wait
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LABEL = "gpu-incident-lab/driver-version"
 GFD = {"nvidia.com/gpu.present": "true", "nvidia.com/cuda.driver-version.full": "550.54.15",
        "nvidia.com/cuda.driver.major": "550"}
-
-
-def wait(what, check, timeout=60):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("waited %ss for %s" % (timeout, what))
-        time.sleep(0.3)  # poll interval of the bounded wait above
 
 
 def render_policy(**overrides):

@@ -16,7 +16,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -26,6 +25,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 from headless_chromium import Chromium, binary  # noqa: E402
+from lab_testing import wait_for  # tests/lab_testing.py: the one bounded wait
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
 BIN = pathlib.Path(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin")).expanduser()
@@ -131,13 +131,7 @@ class Lab:
         return values
 
     def wait(self, what, predicate, timeout=120):
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            assert time.monotonic() < deadline, "waited %ss for %s" % (timeout, what)
-            time.sleep(1)  # poll interval of the bounded wait above
+        return wait_for(what, predicate, timeout, interval=1)
 
 
 @pytest.fixture(scope="module")

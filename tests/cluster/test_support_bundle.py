@@ -15,7 +15,7 @@ The node tools are fakes (this machine has no GPU): shell scripts on PATH that p
 real ones print in shape; the test checks that each file holds exactly what its command printed
 (redacted where it holds secrets) and that the commands got the options the role was given
 (crictl's endpoint, containerd's config). Pod logs: kwok serves none, so the logs' redaction is
-tested with the collector over planted logs (tests/test_redact_bundle.py).
+tested with the collector over planted logs (tests/unit/bundle/test_redact_bundle.py).
 """
 import gzip
 import json
@@ -24,12 +24,12 @@ import pathlib
 import subprocess
 import sys
 import tarfile
-import time
 import uuid
 
 import pytest
 
 from ansible.module_utils.kube.client import condition
+from lab_testing import wait_for as wait  # tests/lab_testing.py: the one bounded wait
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests/bundle_corpus"))
@@ -68,17 +68,6 @@ SECRET_LOG = NODE_FILES["containerd.log"] + (
 NODE_PLANTED = {k: plant_secrets.PLANTED[k] for k in (
     "registry-password", "registry-auth", "registry-identitytoken", "registry-auths-user",
     "registry-auths-password", "registry-header", "log-password", "log-bearer")}
-
-
-def wait(what, check, timeout=60):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("waited %ss for %s" % (timeout, what))
-        time.sleep(0.3)  # poll interval of the bounded wait above
 
 
 def script(path, body):

@@ -1,6 +1,6 @@
 // dp-probe is a TEST stand-in for the kubelet's side of the device plugin API
 // (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1, the version NVIDIA's plugin pins), used by
-// tests/test_gpu_stack_plugin.py before the plugin meets the real kubelet on lab-node-1. The lab
+// tests/unit/roles/test_gpu_stack_plugin.py before the plugin meets the real kubelet on lab-node-1. The lab
 // never runs it. Like the kubelet it serves Registration on <dir>/kubelet.sock, and for each
 // plugin that registers it dials <dir>/<endpoint> and follows ListAndWatch. It prints one JSON
 // object a line: {"event":"register",...} and {"event":"devices","count":N,"healthy":N,...};
