@@ -58,3 +58,64 @@ def test_nvidias_releases_are_pinned_once_in_their_go_mod():
                 if re.search(r"""[:"'=]v?%s\b""" % re.escape(version), line):
                     copies.append("%s:%d" % (path.relative_to(ROOT), number))
     assert copies == []
+
+
+def package_imports():
+    """{package: {packages its files import}} over module_utils (any import, at any depth)."""
+    import ast
+    graph = {}
+    for path in sorted((ROOT / "module_utils").glob("*/*.py")):
+        package = path.parent.name
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module + "." + a.name for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["ansible", "module_utils"] and len(parts) > 2 and parts[2] != package \
+                        and (ROOT / "module_utils" / parts[2]).is_dir():
+                    graph.setdefault(package, set()).add(parts[2])
+    return graph
+
+
+def test_no_import_cycle_between_module_utils_packages():
+    graph = package_imports()
+    assert "diagnosis" not in graph.get("node", set())          # node's parsers: the diagnosis reads them
+    cycles = []
+
+    def walk(package, path):
+        for nxt in sorted(graph.get(package, ())):
+            if nxt in path:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            else:
+                walk(nxt, path + [nxt])
+    for package in graph:
+        walk(package, [package])
+    assert cycles == []
+
+
+def test_the_label_selector_parser_is_kubes():
+    """One parser of label selectors (kube/label_selector.py); the diagnosis and the bundle wrap it
+    only to name their own refusal."""
+    owners = [str(p.relative_to(ROOT)) for p in (ROOT / "module_utils").rglob("*.py")
+              if r"(in|notin)\s+" in p.read_text()]
+    assert owners == ["module_utils/kube/label_selector.py"]
+
+
+def test_the_node_file_names_are_listed_once():
+    """node/artefacts.py NODE_FILES: the collector, a bundle's nodes/<node>/ and the diagnosis read it;
+    no other list of them in module_utils or library."""
+    import ast
+
+    from ansible.module_utils.node.artefacts import ARTEFACTS, NODE_FILES
+    assert set(ARTEFACTS) < set(NODE_FILES)
+    lists = []
+    for path in sorted((ROOT / "module_utils").rglob("*.py")) + sorted((ROOT / "library").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+                names = {e.value for e in node.elts if isinstance(e, ast.Constant)} & set(NODE_FILES)
+                if len(names) > 4:
+                    lists.append("%s:%d" % (path.relative_to(ROOT), node.lineno))
+    assert lists == ["module_utils/node/artefacts.py:%d" % next(
+        n for n, line in enumerate((ROOT / "module_utils/node/artefacts.py").read_text().splitlines(), 1)
+        if line.startswith("NODE_FILES = "))]
