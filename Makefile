@@ -14,7 +14,7 @@ ORACLE2 := .cache/containerd2/containerd
 ORACLE24 := .cache/containerd24/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: host-lab host-test lab environment grade teardown test suite lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
+.PHONY: host-lab host-test binaries lane-checks lane-molecule lane-cluster lane-docs collection-unlocked cluster-tests-docs cluster-tests-rest lab environment grade teardown test suite lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
 
 # What the two commands need on the host (Debian packages), from one list: toolchain/host-packages.
 # Installed with apt-get when missing, a line each saying why; without root, both stop before doing
@@ -47,7 +47,50 @@ test: host-test lab-snapshot
 	  [ $$status -eq 0 ] || echo "make test: failed (the suite's status $$status; the lab's comparison above)" >&2; \
 	  exit $$status
 
-suite: lint unit collection sanity molecule cluster-tests
+# The suite in lanes, two at a time (2 cores): the cluster tests (tests/cluster without the docs),
+# the docs run as printed (tests/cluster/test_docs.py), Molecule, and the checks (lint, unit,
+# collection, sanity). They share nothing but the built binaries (made first, once), the venv (made
+# first), Debian's packages the real node unpacks (real-node.sh takes turns) and dist/ (`make
+# collection` takes turns: the docs run it too). Each lane's output goes to its log and is printed
+# whole when the lane ends, so lanes never interleave. Molecule and the cluster tests mostly wait on
+# control planes and kubelets; bench/README.md ("make test, by stage") has the before and after.
+# `make suite LANES=1` runs the lanes one after another.
+TEST_LOGS := .cache/test-logs
+LANES ?= 2
+LAB_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpu-incident-lab/bin
+suite: host-test venv binaries
+	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log
+	@echo "make test: lanes cluster, docs, molecule, checks (lint unit collection sanity), $(LANES) at a time;" \
+	  "each prints whole when it ends - follow them live: tail -f $(TEST_LOGS)/<lane>.log"
+	@$(MAKE) --no-print-directory -j$(LANES) lane-cluster lane-docs lane-molecule lane-checks
+
+LANE = start=$$(date +%s); echo "make test: lane $(1) started ($(2))"; \
+  $(MAKE) --no-print-directory $(2) > $(TEST_LOGS)/$(1).log 2>&1; status=$$?; \
+  { flock 9; cat $(TEST_LOGS)/$(1).log; \
+    echo "make test: lane $(1) ($(2)) $$([ $$status -eq 0 ] && echo passed || echo FAILED) in $$(( $$(date +%s) - start )) s"; \
+  } 9>$(TEST_LOGS)/.print-lock; exit $$status
+
+lane-checks:
+	@$(call LANE,checks,lint unit collection sanity)
+
+lane-molecule:
+	@$(call LANE,molecule,molecule)
+
+lane-cluster:
+	@$(call LANE,cluster,cluster-tests-rest)
+
+lane-docs:
+	@$(call LANE,docs,cluster-tests-docs)
+
+# The binaries the lab builds (control plane, the real node's, NVIDIA's), built once before the
+# lanes so Molecule and the cluster tests never build them at the same time; nothing when a lab
+# built them already (toolchain/build.sh, the one build script). nvidia-mig-parted is the tests'
+# only (tests/unit/nvml_mock; about 15 s), never the lab's.
+binaries:
+	@missing=$$(toolchain/build.sh status $(LAB_BIN) | awk '$$3 != "ok" {print $$1}'; \
+	  toolchain/build.sh status $(LAB_BIN) gpu-stack | awk '$$3 != "ok" {print $$1}'; \
+	  toolchain/build.sh status $(LAB_BIN) nvidia-mig-parted | awk '$$3 != "ok" {print $$1}'); \
+	  for c in $$missing; do echo "make test: building $$c (toolchain/build.sh)"; toolchain/build.sh $$c $(LAB_BIN) || exit 1; done
 
 lab-snapshot:
 	mkdir -p $(dir $(LAB_SNAPSHOT))
@@ -58,7 +101,7 @@ lab-unchanged:
 
 # every shell script the project ships or runs (as root too): found by its #! line, so a new one
 # cannot be missed
-SHELL_SCRIPTS = $(shell grep -rlE '^\#!(/usr/bin/env |/bin/)(ba)?sh' roles playbooks toolchain bench tools .ci | grep -v '\.j2$$' | sort)
+SHELL_SCRIPTS = $(shell grep -rlE '^\#!(/usr/bin/env |/bin/)(ba)?sh' roles playbooks toolchain bench tools .ci nvml_mock | grep -v '\.j2$$' | sort)
 
 lint: host-test venv
 	$(BIN)/yamllint -s .
@@ -74,6 +117,13 @@ unit: host-test venv oracle oracle2 oracle24
 # needs the control-plane binaries the lab builds (molecule's converge builds them)
 cluster-tests: host-test venv
 	$(BIN)/pytest -q tests/cluster
+
+# the two halves make test runs side by side
+cluster-tests-docs: host-test venv
+	$(BIN)/pytest -q tests/cluster/test_docs.py
+
+cluster-tests-rest: host-test venv
+	$(BIN)/pytest -q tests/cluster --ignore=tests/cluster/test_docs.py
 
 molecule: host-test venv
 	source $(BIN)/activate && molecule test --all
@@ -131,7 +181,14 @@ $(ORACLE24): toolchain/containerd24/go.mod toolchain/containerd24/go.sum
 # stages what collection/ships.yml lists (and what that imports) under build/, ansible-galaxy packs
 # it with its MANIFEST.json.
 COLLECTION_STAGE := build/ansible_collections/gpu_incident/lab
+# build/ and dist/ are one per checkout: a second `make collection` at the same time (the docs run it
+# as printed beside the suite's own) waits for the first (COLLECTION_LOCK)
+COLLECTION_LOCK := .cache/collection.lock
 collection: venv
+	@mkdir -p $(dir $(COLLECTION_LOCK))
+	flock $(COLLECTION_LOCK) $(MAKE) --no-print-directory collection-unlocked
+
+collection-unlocked:
 	rm -rf $(COLLECTION_STAGE) dist
 	$(BIN)/python tools/build_collection.py $(COLLECTION_STAGE)
 	$(BIN)/ansible-galaxy collection build $(COLLECTION_STAGE) --output-path dist --force
@@ -144,7 +201,7 @@ SANITY_DIR ?= $(or $(TMPDIR),/tmp)/gpu-incident-lab-sanity
 SANITY_ROOT := $(SANITY_DIR)/ansible_collections/gpu_incident/lab
 sanity: collection
 	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_ROOT)
-	tar -xzf dist/gpu_incident-lab-*.tar.gz -C $(SANITY_ROOT)
+	flock $(COLLECTION_LOCK) sh -c 'tar -xzf dist/gpu_incident-lab-*.tar.gz -C $(SANITY_ROOT)'
 	pip_version=$$(grep -oP "pip='\K[0-9.]+" $(VENV)/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py | head -1); \
 	  mkdir -p ~/.ansible/test/cache && cp tools/get_pip_standin.py ~/.ansible/test/cache/get_pip_$${pip_version//./_}.py
 	cd $(SANITY_ROOT) && $(CURDIR)/$(BIN)/ansible-test sanity --venv --python 3.11

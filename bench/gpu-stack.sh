@@ -32,7 +32,7 @@ for c in nvidia-device-plugin config-manager nvidia-container-runtime nvidia-ctk
   quiet_to "$tmp/build-$c.log" toolchain/build.sh "$c" "$tmp/bin"
 done
 t1=$(now)
-quiet_to "$tmp/mock.log" bash roles/gpu_stack/files/nvml_mock/build.sh --driver-root "$tmp/root"
+quiet_to "$tmp/mock.log" bash nvml_mock/build.sh --driver-root "$tmp/root"
 t2=$(now)
 # shellcheck disable=SC2086
 {

@@ -13,6 +13,8 @@
 #            nvidia-device-plugin config-manager (toolchain/nvidia-device-plugin)
 #            nvidia-container-runtime nvidia-ctk (toolchain/nvidia-container-toolkit)
 #            - NVIDIA's GPU stack, built with cgo (go-nvml dlopens libnvidia-ml.so.1)
+#            nvidia-mig-parted (toolchain/mig-parted) - on demand only: in no default list,
+#            `status OUTDIR nvidia-mig-parted` checks it
 # The version comes from the module's go.mod (the single pin) and is stamped
 # into the binary the way upstream's release build does, so `--version` tells
 # the truth. The binary is written next to its final name and renamed into
@@ -25,12 +27,13 @@ set -euo pipefail
 here=${TOOLCHAIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl kubelet crictl"
 gpu_components="nvidia-device-plugin config-manager nvidia-container-runtime nvidia-ctk"
+on_demand="nvidia-mig-parted"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
 if [ "$component" = status ] && [ $# -gt 2 ]; then # status of the components named
   checked=""
   for c in "${@:3}"; do
-    case " $components $gpu_components gpu-stack " in
+    case " $components $gpu_components $on_demand gpu-stack " in
       *" $c "*) ;;
       *) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
     esac
@@ -52,6 +55,7 @@ pinned() { # component -> the version its --version must print
     kwok|kwokctl) modver kwok sigs.k8s.io/kwok ;;
     nvidia-device-plugin|config-manager) modver nvidia-device-plugin github.com/NVIDIA/k8s-device-plugin ;;
     nvidia-container-runtime|nvidia-ctk) modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit ;;
+    nvidia-mig-parted) modver mig-parted github.com/NVIDIA/mig-parted ;;
   esac
 }
 
@@ -91,7 +95,7 @@ if [ "$component" = status ]; then
   # remembered: the components checked now that are ok, and the others as they were remembered,
   # in one fixed order (a status of the control plane alone writes what it always wrote)
   fresh=""
-  for c in $components $gpu_components; do
+  for c in $components $gpu_components $on_demand; do
     if [ -n "${state_of[$c]:-}" ]; then
       [ -n "${stamp_of[$c]:-}" ] && fresh+="$c ${stamp_of[$c]}"$'\n'
     elif [ -n "${seen[$c]:-}" ]; then
@@ -165,9 +169,22 @@ case "$component" in
     tags=""
     cgo=1
     ;;
+  nvidia-mig-parted)
+    # as upstream's Makefile (v0.12.1, cmd-%): -extldflags=-Wl,-z,lazy -s -w, the version into
+    # internal/info; go-nvml's cgo leaves NVML unresolved until it dlopens libnvidia-ml.so.1.
+    # The proxy refuses v0.12.1's .info/.mod (403) but serves its zip: modproxy.py makes a
+    # file:// proxy of that zip, checked by go against go.sum (the checksum database's hashes)
+    moddir=mig-parted
+    version=$(modver mig-parted github.com/NVIDIA/mig-parted)
+    pkg=github.com/NVIDIA/mig-parted/cmd/$component
+    ldflags="-extldflags=-Wl,-z,lazy -X github.com/NVIDIA/mig-parted/internal/info.version=$version"
+    tags=""
+    cgo=1
+    zip_only="github.com/NVIDIA/mig-parted@$version"
+    ;;
   *)
     echo "build.sh: unknown component '$component'" >&2
-    echo "known: $components $gpu_components" >&2
+    echo "known: $components $gpu_components $on_demand" >&2
     exit 2
     ;;
 esac
@@ -177,6 +194,11 @@ mkdir -p "$outdir"
 tmp="$outdir/.$component.building.$$"
 trap 'rm -f "$tmp"' EXIT
 echo "build.sh: building $component $version from $pkg" >&2
+if [ -n "${zip_only:-}" ] && [ "$(go env GOPROXY)" != off ]; then
+  python3 "$here/modproxy.py" "$outdir/.modproxy" "$zip_only"
+  GOPROXY="file://$outdir/.modproxy,$(go env GOPROXY)"
+  export GOPROXY
+fi
 cd "$here/$moddir"
 CGO_ENABLED=${cgo:-0} go build -mod=readonly -trimpath ${tags:+-tags "$tags"} \
   -ldflags "-s -w $ldflags" -o "$tmp" "$pkg"

@@ -153,8 +153,15 @@ def base_system():
     base = [p for p, essential, priority in (l.split("\t") for l in out.splitlines() if l.count("\t") == 2)
             if essential == "yes" or priority in ("required", "important")]
     files = subprocess.run(["dpkg", "-L", *base], capture_output=True, text=True).stdout
-    return {os.path.basename(f) for f in files.splitlines()
-            if re.match(r"^(/usr)?/s?bin/[^/]+$", f)}
+    paths = {os.path.realpath(f) for f in files.splitlines() if re.match(r"^(/usr)?/s?bin/[^/]+$", f)}
+    names = {os.path.basename(f) for f in files.splitlines() if re.match(r"^(/usr)?/s?bin/[^/]+$", f)}
+    # a name made by update-alternatives (awk -> /etc/alternatives/awk -> mawk) is the base system's
+    # when the program it resolves to is
+    for folder in ("/usr/bin", "/usr/sbin"):
+        for name in os.listdir(folder):
+            if os.path.realpath(os.path.join(folder, name)) in paths:
+                names.add(name)
+    return names
 
 
 def providers(root=ROOT):

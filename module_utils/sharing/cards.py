@@ -210,6 +210,28 @@ VARIANTS = {
     "NVIDIA A100 80GB PCIe": ("A100-SXM4-80GB", "A100 80GB PCIe: the MIG user guide gives the "
                               "same profiles as A100-SXM4-80GB; numbers from the SXM4 listing"),
 }
+# PCI device IDs (what lspci and NVML's pciDeviceId >> 16 give; mig-parted selects a config's
+# entry by them): the pci.ids database (Debian package pci.ids 0.0~2023.04.11-1) where it names
+# the card; else the one ID of the card's group in NVIDIA/mig-parted v0.12.1
+# deployments/systemd/config-default.yaml `all-balanced` whose comment names the card
+PCI_DEVICE_IDS = {
+    "A100-SXM4-40GB": (0x20B0, "pci.ids: 20b0 GA100 [A100 SXM4 40GB]; mig-parted "
+                       "pkg/mig/config/known_configs.go:27 A100_SXM4_40GB = 0x20B010DE"),
+    "A100-SXM4-80GB": (0x20B2, "pci.ids: 20b2 GA100 [A100 SXM4 80GB]"),
+    "H100-SXM5-80GB": (0x2330, "pci.ids: 2330 GH100[H100 SXM5 80GB]"),
+    "H100-PCIE-80GB": (0x2331, "pci.ids: 2331 GH100 [H100 PCIe]"),
+    "H100-NVL-94GB": (0x2321, "config-default.yaml group 'H100 NVL, H800 NVL' [0x2321, 0x233A]; "
+                      "pci.ids 2023.04 names 2321 only GH100"),
+    "H200-SXM5-141GB": (0x2335, "config-default.yaml group 'H200 141GB, H200 NVL' [0x2335, "
+                        "0x233B]; not in pci.ids 2023.04"),
+    "GH200-96GB": (0x2342, "config-default.yaml group 'H100-96GB, PG506-96GB, GH200, H20' "
+                   "[0x2342, 0x233D, 0x20B6, 0x2329] (pci.ids: 20b6 is PG506); not in pci.ids "
+                   "2023.04, so unverified here"),
+    "GH200-144GB": (0x2348, "config-default.yaml group 'GH200 144G HBM3e' [0x2348]"),
+    "B200-180GB": (0x2901, "config-default.yaml group 'B200' [0x2901]"),
+    "A30-24GB": (0x20B7, "pci.ids: 20b7 GA100GL [A30 PCIe]; config-default.yaml group "
+                 "'A30-24GB' 0x20B7"),
+}
 # profile names a driver prints differently for the same profile (B200 1g.23gb/1g.24gb)
 PROFILE_ALIASES = {"B200-180GB": {"1g.24gb": "1g.23gb", "1g.24gb+me": "1g.23gb+me"}}
 

@@ -375,8 +375,11 @@ status_json() { # ACTIONS (\x1f-separated): what runs, as JSON (nodebin/node_sta
 }
 
 packages() { # Debian's packages, unpacked (never installed) under PACKAGES_DIR/<name>
-  local p deb
+  local p deb lock
   mkdir -p "$PACKAGES_DIR/debs"
+  # two labs started at once (make test's lanes) take turns: one unpacks, the other finds it done
+  exec {lock}>"$PACKAGES_DIR/.lock"
+  flock "$lock"
   for p in containerd runc containernetworking-plugins busybox-static; do
     [ -e "$PACKAGES_DIR/$p/.unpacked" ] && continue
     command -v apt-get >/dev/null || die "apt-get is needed to fetch Debian's $p package"
@@ -388,6 +391,7 @@ packages() { # Debian's packages, unpacked (never installed) under PACKAGES_DIR/
     basename "$deb" > "$PACKAGES_DIR/$p/.unpacked"
     say "unpacked Debian's $(basename "$deb")"
   done
+  exec {lock}>&-
 }
 
 containerd_build() { # 2.x: containerd, its runc shim and ctr from the pinned module

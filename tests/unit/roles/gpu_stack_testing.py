@@ -15,7 +15,7 @@ import pytest
 import versions
 from lab_testing import ROOT
 
-MOCK_SRC = ROOT / "roles/gpu_stack/files/nvml_mock"
+MOCK_SRC = ROOT / "nvml_mock"
 FILES = ROOT / "roles/gpu_stack/files"
 TOOLCHAIN = ROOT / "toolchain"
 LIBDIR = "usr/lib/x86_64-linux-gnu"

@@ -1,5 +1,5 @@
 """The GPU stack's foundation (issue 30), unit level: the mock NVML library and its nvidia-smi
-reader (roles/gpu_stack/files/nvml_mock), its card table, the CDI spec writer, and
+reader (nvml_mock), its card table, the CDI spec writer, and
 toolchain/build.sh for NVIDIA's four binaries.
 
 The mock is built here with gcc against go-nvml's own nvml.h (the version NVIDIA's device plugin
@@ -24,7 +24,7 @@ from gpu_stack_testing import (
 def test_card_table_is_generated_from_gpu_sharing():
     from ansible.module_utils.sharing import cards
     assert (MOCK_SRC / "cards.tsv").read_text() == gen_cards.table(cards.CARDS), \
-        "roles/gpu_stack/files/nvml_mock/cards.tsv is stale: run gen_cards.py > cards.tsv"
+        "nvml_mock/cards.tsv is stale: run gen_cards.py > cards.tsv"
     rows = {r[0]: r for r in gen_cards.rows(cards.CARDS)}
     assert rows["A100-SXM4-40GB"][1:4] == ("NVIDIA A100-SXM4-40GB", 40960, "8.0")
 

@@ -10,6 +10,7 @@
  *   nvidia-smi                 the default table (name, bus, memory lines as driver 550 prints)
  *   nvidia-smi -L              GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-xxxxxxxx-...)
  *   nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv[,noheader][,nounits]
+ *   MIG (smi_mig.c): -L lists MIG devices; -mig 0|1; -r; mig -lgi, -lgip, -lgipp; -i IDS
  *
  * Failing as the real one does (texts and exit codes as NVIDIA's nvidia-smi prints them in
  * public reports - NVIDIA/nvidia-docker#1163, intel/llvm#17614 - and nvidia-smi(1) RETURN VALUE):
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "nvml.h"
+#include "smi.h"
 
 extern const char nvml_mock_identity[];
 void nvml_mock_set_libdir(const char *dir);
@@ -106,13 +108,15 @@ static int handle(unsigned int i, nvmlDevice_t *d)
     return 0;
 }
 
-static int list_gpus(unsigned int count)
+static int list_gpus(unsigned int count, const char *ids)
 {
     unsigned int i;
     int rc = 0;
     for (i = 0; i < count; i++) {
         nvmlDevice_t d;
         char name[96], uuid[96];
+        if (!smi_selected(ids, i))
+            continue;
         if (!handle(i, &d)) {
             rc = 15;
             continue;
@@ -120,6 +124,7 @@ static int list_gpus(unsigned int count)
         nvmlDeviceGetName(d, name, sizeof name);
         nvmlDeviceGetUUID(d, uuid, sizeof uuid);
         printf("GPU %u: %s (UUID: %s)\n", i, name, uuid);
+        smi_list_mig(d);
     }
     return rc;
 }
@@ -127,7 +132,7 @@ static int list_gpus(unsigned int count)
 static int query(unsigned int count, const char *fields, const char *format)
 {
     static const char *known[] = { "index", "name", "uuid", "driver_version", "memory.total", "memory.used",
-                                   "memory.free", "pci.bus_id", "serial", "compute_cap", NULL };
+                                   "memory.free", "pci.bus_id", "pci.device_id", "serial", "compute_cap", NULL };
     char list[1024], *names[16], *tok, *save = NULL, driver[32];
     int n = 0, k, noheader = strstr(format, "noheader") != NULL, nounits = strstr(format, "nounits") != NULL;
     unsigned int i;
@@ -177,12 +182,24 @@ static int query(unsigned int count, const char *fields, const char *format)
             else if (!strcmp(f, "memory.used")) printf("%llu%s", mem.used >> 20, unit);
             else if (!strcmp(f, "memory.free")) printf("%llu%s", mem.free >> 20, unit);
             else if (!strcmp(f, "pci.bus_id")) printf("%s", pci.busId);
+            else if (!strcmp(f, "pci.device_id")) printf("0x%08X", pci.pciDeviceId);
             else if (!strcmp(f, "serial")) printf("%s", serial);
             else if (!strcmp(f, "compute_cap")) printf("%d.%d", major, minor);
             printf("%s", k + 1 < n ? ", " : "\n");
         }
     }
     return rc;
+}
+
+/* the MIG M. cell: "Enabled", "Disabled", or a pending change as driver 550 prints it ("Disabled*") */
+static const char *mig_mode(nvmlDevice_t d)
+{
+    unsigned int current, pending;
+    if (nvmlDeviceGetMigMode(d, &current, &pending) != NVML_SUCCESS)
+        return "N/A";
+    if (current != pending)
+        return current == NVML_DEVICE_MIG_ENABLE ? "Enabled*" : "Disabled*";
+    return current == NVML_DEVICE_MIG_ENABLE ? "Enabled" : "Disabled";
 }
 
 /* driver 550's default table; what the mock does not model (fan, temperature, power) is N/A */
@@ -221,7 +238,7 @@ static int table(unsigned int count)
         printf("| %3u  %-31.31sOn  | %18s Off | %20s |\n", i, name, pci.busId, "0");
         printf("| N/A   N/A    P0              N/A /  N/A |%8lluMiB / %6lluMiB |%7s%%%13s |\n",
                mem.used >> 20, mem.total >> 20, "0", "Default");
-        printf("|                                         |                        | %20s |\n", "Disabled");
+        printf("|                                         |                        | %20s |\n", mig_mode(d));
         printf("%s\n", rule);
     }
     printf("                                                                                         \n");
@@ -238,8 +255,8 @@ static int table(unsigned int count)
 int main(int argc, char **argv)
 {
     char dir[4096], path[4200], version[32];
-    const char *fields = NULL, *format = "csv";
-    int list = 0, i;
+    const char *fields = NULL, *format = "csv", *ids = NULL, *mig_mode = NULL, *mig_list = NULL;
+    int list = 0, reset = 0, mig = 0, i;
     unsigned int count = 0;
     nvmlReturn_t ret;
     for (i = 1; i < argc; i++) {
@@ -249,12 +266,29 @@ int main(int argc, char **argv)
             fields = argv[i] + 12;
         else if (!strncmp(argv[i], "--format=", 9))
             format = argv[i] + 9;
+        else if ((!strcmp(argv[i], "-i") || !strcmp(argv[i], "--id")) && i + 1 < argc)
+            ids = argv[++i];
+        else if (!strncmp(argv[i], "--id=", 5))
+            ids = argv[i] + 5;
+        else if (!strcmp(argv[i], "-r") || !strcmp(argv[i], "--gpu-reset"))
+            reset = 1;
+        else if (!strcmp(argv[i], "-mig") && i + 1 < argc && (!strcmp(argv[i + 1], "0") || !strcmp(argv[i + 1], "1")))
+            mig_mode = argv[++i];
+        else if (!strcmp(argv[i], "mig") && i == 1)
+            mig = 1;
+        else if (mig && (!strcmp(argv[i], "-lgi") || !strcmp(argv[i], "-lgip") || !strcmp(argv[i], "-lgipp")))
+            mig_list = argv[i];
         else {
             printf("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"
                    "(this is the lab's nvidia-smi reader of its mock NVML library: it knows -L, "
-                   "--query-gpu=... --format=csv[,noheader][,nounits] and no option)\n");
+                   "--query-gpu=... --format=csv[,noheader][,nounits], -i, -r, -mig 0|1, "
+                   "mig -lgi|-lgip|-lgipp and no option)\n");
             return 2;
         }
+    }
+    if (mig && !mig_list) {
+        printf("Invalid combination of input arguments. Please run 'nvidia-smi mig -h' for help.\n");
+        return 2;
     }
     if (!find_library(dir, sizeof dir, path, sizeof path)) {
         fputs(NO_LIBRARY, stdout);
@@ -285,8 +319,14 @@ int main(int argc, char **argv)
         return 255;
     }
     nvmlDeviceGetCount_v2(&count);
+    if (mig)
+        return smi_mig(count, ids, mig_list);
+    if (mig_mode)
+        return smi_set_mig_mode(count, ids, mig_mode);
+    if (reset)
+        return smi_reset(count, ids);
     if (list)
-        return list_gpus(count);
+        return list_gpus(count, ids);
     if (fields)
         return query(count, fields, format);
     return table(count);

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The sysfs and procfs pieces NVIDIA's tools read about the GPUs, made for the mock's GPUs in
+# the CALLER'S OWN mount namespace (run it as root inside `unshare --mount --propagation
+# private`, as the real node's holder does; nothing outside that namespace changes):
+#
+#   /sys/bus/pci/devices/<bus ID>/  vendor 0x10de, device, class 0x030200 (3D controller),
+#                                   numa_node, resource, config (256 bytes) - what go-nvlib's
+#                                   nvpci reads (v0.7.1 pkg/nvpci/nvpci.go getGPUByPciBusID), for
+#                                   mig-parted's GPU list and config selection by device ID
+#   /proc/modules                   a line naming the nvidia module: mig-parted uses NVML and
+#                                   `nvidia-smi -r` only then (cmd/nvidia-mig-parted/util/nvml.go
+#                                   IsNvidiaModuleLoaded). A kernel without modules has no
+#                                   /proc/modules at all: then /proc becomes a tmpfs linking
+#                                   every entry of a second procfs mount, plus that file.
+#   /proc/driver/nvidia-caps/mig-minors
+#                                   the MIG capability minors, laid out as the MIG user guide's
+#                                   example (config 1, monitor 2, gpu0/gi0/access 3,
+#                                   gpu0/gi0/ci0/access 4 ...: 9 per GPU instance, 135 per GPU):
+#                                   the device plugin gives each MIG device its paths from it
+#                                   (v0.19.3 internal/mig/mig-dp.go, internal/rm/nvml_devices.go)
+#
+#   gpu_view.sh WORKDIR     (the mock's nvidia-smi on PATH, its library and configuration found
+#                            as the reader finds them: LD_LIBRARY_PATH, NVML_MOCK_CONFIG)
+# The PCI folder replaces the host's in this view: NVIDIA's tools see the mock's GPUs only.
+set -euo pipefail
+work=${1:?usage: gpu_view.sh WORKDIR}
+mkdir -p "$work/pci" "$work/proc"
+lines=$(nvidia-smi --query-gpu=pci.bus_id,pci.device_id --format=csv,noheader) \
+  || { echo "gpu_view.sh: the mock's nvidia-smi failed: $lines" >&2; exit 1; }
+while IFS=', ' read -r bus id; do
+  dir=$work/pci/$(echo "${bus#0000}" | tr 'A-F' 'a-f')  # 00000000:07:00.0 -> 0000:07:00.0
+  mkdir -p "$dir"
+  echo 0x10de > "$dir/vendor"
+  printf '0x%s\n' "$(echo "${id:2:4}" | tr 'A-F' 'a-f')" > "$dir/device"
+  echo 0x030200 > "$dir/class"
+  echo 0 > "$dir/numa_node"
+  echo "0x0000000000000000 0x0000000000000000 0x0000000000000000" > "$dir/resource"
+  head -c 256 /dev/zero > "$dir/config"
+done <<< "$lines"
+mount --bind "$work/pci" /sys/bus/pci/devices
+mkdir -p "$work/driver/nvidia-caps"
+{
+  echo "config 1"
+  echo "monitor 2"
+  for ((g = 0; g < $(wc -l <<< "$lines"); g++)); do
+    for ((gi = 0; gi < 15; gi++)); do
+      base=$((3 + g * 135 + gi * 9))
+      echo "gpu$g/gi$gi/access $base"
+      for ((ci = 0; ci < 8; ci++)); do echo "gpu$g/gi$gi/ci$ci/access $((base + 1 + ci))"; done
+    done
+  done
+} > "$work/driver/nvidia-caps/mig-minors"
+module="nvidia 56823808 0 - Live 0x0000000000000000 (POE)"
+if [ -e /proc/modules ]; then
+  { grep -v '^nvidia ' /proc/modules || true; echo "$module"; } > "$work/modules"
+  mount --bind "$work/modules" /proc/modules
+  [ ! -d /proc/driver ] || mount --bind "$work/driver" /proc/driver
+else
+  mount -t proc proc "$work/proc"
+  mount -t tmpfs -o mode=0555 tmpfs /proc
+  for entry in "$work"/proc/*; do [ "${entry##*/}" = driver ] || ln -s "$entry" "/proc/${entry##*/}"; done
+  cp -a "$work/driver" /proc/driver
+  echo "$module" > /proc/modules
+fi
