@@ -256,6 +256,28 @@ def _containerd_evidence(seen, daemon):
         out.append(ev("%s cdi_enabled" % fref, daemon.cdi))
     if daemon.pending:
         out.append(ev("finding", "restart pending on %s: %s" % (seen.name, daemon.pending)))
+    return out + _sentinel_evidence(seen)
+
+
+# node-problem-detector's sentinel (issue 39, role runtime_sentinel): its Node conditions
+SENTINEL_CONDITIONS = ("RuntimeRestartPending", "RuntimeBreaksOnRestart")
+
+
+def _sentinel_evidence(seen):
+    """The sentinel's conditions on the Node object (live, or a bundle's nodes), as evidence;
+    RuntimeBreaksOnRestart=True also as a finding - the next restart of containerd breaks the node."""
+    out = []
+    conditions = {c.get("type"): c for c in ((seen.node or {}).get("status") or {}).get("conditions") or []
+                  if isinstance(c, dict)}
+    for kind in SENTINEL_CONDITIONS:
+        cond = conditions.get(kind)
+        if cond is None:
+            continue
+        out.append(ev("%s .status.conditions %s (node-problem-detector's sentinel)" % (seen.where.node(seen.name), kind),
+                      "%s: %s" % (cond.get("status"), cond.get("message") or cond.get("reason") or "")))
+        if kind == "RuntimeBreaksOnRestart" and cond.get("status") == "True":
+            out.append(ev("finding", "the sentinel says the next restart of containerd on %s serves no CRI "
+                                     "(%s): reboot it only after the fix" % (seen.name, cond.get("message"))))
     return out
 
 

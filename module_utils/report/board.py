@@ -51,6 +51,19 @@ def read_json(path):
         return None, None, "%s cannot be read: %s" % (path, getattr(exc, "strerror", None) or exc)
 
 
+SENTINEL_TYPES = ("RuntimeBreaksOnRestart", "RuntimeRestartPending")
+
+
+def sentinel_of(status):
+    """The sentinel's conditions of a Node's status (issue 39): {type: {status, message}} of those
+    it carries ({} where no sentinel posted any)."""
+    out = {}
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") in SENTINEL_TYPES:
+            out[cond["type"]] = {"status": cond.get("status") or "Unknown", "message": cond.get("message") or ""}
+    return out
+
+
 def step_label(key):
     return ("Step %s" % key) if str(key).isdigit() else str(key).capitalize()
 
@@ -216,7 +229,7 @@ class Board(object):
                 "allocatable": (status.get("allocatable") or {}).get(s.resource, "-"),
                 "taints": ", ".join("%s=%s:%s" % (t.get("key"), t.get("value", ""), t.get("effect"))
                                     for t in taints) or "-",
-                "facts": self._facts_text(mine)})
+                "facts": self._facts_text(mine), "sentinel": sentinel_of(status)})
         return out
 
     @staticmethod

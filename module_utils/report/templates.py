@@ -231,12 +231,17 @@ BOARD_BODY = r"""
 {%- if nodes.rows %}
 <table>
   <tr><th>Node</th><th>Kind</th><th>Ready</th><th>{{ resource }} advertised</th><th>allocatable</th><th>Taints</th>
-      <th>Node side ({{ nodes.facts_name }})</th></tr>
+      <th>Node side ({{ nodes.facts_name }})</th><th>Sentinel (next start)</th></tr>
   {%- for n in nodes.rows %}
   <tr data-node="{{ n.name }}" data-ready="{{ n.ready }}" data-kind="{{ n.kind }}">
     <td>{{ n.name }}</td><td>{{ n.kind }}</td>
     <td class="{{ 'PASS' if n.ready == 'True' else 'FAIL' }}">{{ 'Ready' if n.ready == 'True' else 'NotReady' if n.ready == 'False' else 'Unknown' }}</td>
     <td>{{ n.capacity }}</td><td>{{ n.allocatable }}</td><td class="mono">{{ n.taints }}</td><td class="mono">{{ n.facts }}</td>
+    <td data-sentinel="{{ n.sentinel | length }}">
+    {%- for kind, c in n.sentinel | dictsort %}
+      <div data-condition="{{ kind }}" data-status="{{ c.status }}" class="{{ 'FAIL' if c.status == 'True' else 'PASS' if c.status == 'False' else '' }}"
+           title="{{ c.message }}">{{ kind }}={{ c.status }}{% if c.status == 'True' %}<div class="cell-reason">{{ c.message | truncate(90) }}</div>{% endif %}</div>
+    {%- else %}-{% endfor %}</td>
   </tr>
   {%- endfor %}
 </table>

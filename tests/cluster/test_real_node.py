@@ -30,6 +30,7 @@ PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
 BIN = pathlib.Path(os.environ.get("LAB_BIN_DIR", "~/.cache/gpu-incident-lab/bin")).expanduser()
 NODE = "lab-node-1"
+SENTINEL = ("RuntimeBreaksOnRestart", "RuntimeRestartPending")
 FIXED_DROPIN = """version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd]
   default_runtime_name = "runc"
@@ -102,6 +103,21 @@ class Lab:
                 return cond["status"]
         return None
 
+    def sentinel(self):
+        """The sentinel's two conditions on lab-node-1 (issue 39): {type: (status, message)}."""
+        conds = {c["type"]: (c["status"], c.get("message", "")) for c in self.node()["status"].get("conditions", [])}
+        return {t: conds.get(t, ("Absent", "")) for t in SENTINEL}
+
+    def sentinel_says(self, breaks, pending, pending_says="", timeout=60):
+        """A bounded wait until RuntimeBreaksOnRestart / RuntimeRestartPending have these statuses
+        and the pending message starts with pending_says (NPD runs the check every 10 s here)."""
+        def said():
+            now = self.sentinel()
+            return now if ((now["RuntimeBreaksOnRestart"][0], now["RuntimeRestartPending"][0]) == (breaks, pending)
+                           and now["RuntimeRestartPending"][1].startswith(pending_says)) else None
+        return self.wait("RuntimeBreaksOnRestart=%s, RuntimeRestartPending=%s %r on %s" % (
+            breaks, pending, pending_says, NODE), said, timeout)
+
     def running(self):
         out = sh(self.node_dir / "bin/crictl", "info")
         return sorted(json.loads(out.stdout)["config"]["containerd"]["runtimes"])
@@ -158,6 +174,24 @@ def test_incident_end_state(lab):
     # the namespace has no default route: nothing in it reaches beyond the machine
     netns = "gil-" + lab.env()["CLUSTER_ID"]
     assert sh("ip", "-n", netns, "route", "show", "default").stdout.strip() == ""
+
+
+def test_the_sentinel_names_the_latent_fault_before_the_reboot(lab):
+    """Issue 39: node-problem-detector (built here, as a DaemonSet Pod on lab-node-1) runs the
+    check; after lab.yml both conditions are True with messages naming the runtimes and the file,
+    `kubectl describe node` shows them and NPD's events."""
+    now = lab.sentinel_says("True", "True", "loaded: runc; next start: nvidia (")
+    assert ("next start of containerd 1.6.20 serves no CRI: default_runtime_name runc is not among runtimes "
+            "nvidia - the containerd.runtimes table is replaced whole by %s" % (lab.root / "etc/containerd/conf.d/99-nvidia.toml")
+            == now["RuntimeBreaksOnRestart"][1])
+    described = flat(lab.kubectl("describe", "node", NODE).stdout)
+    assert "RuntimeBreaksOnRestart True" in described and "RuntimeRestartPending True" in described
+    # NPD's events: "Warning  NextStartServesNoCRI  12s  runtime-sentinel  Node condition ..."
+    assert re.search(r"NextStartServesNoCRI (\S+ )+runtime-sentinel Node condition RuntimeBreaksOnRestart is now: True",
+                     described), described[-1500:]
+    pod = json.loads(lab.kubectl("-n", "kube-system", "get", "pods", "-l", "app=runtime-sentinel", "-o", "json").stdout)["items"]
+    assert [p["spec"]["nodeName"] for p in pod] == [NODE]
+    assert pod[0]["spec"]["containers"][0]["image"] == "registry.k8s.io/node-problem-detector/node-problem-detector:v1.34.0"
 
 
 def test_pods_run_logs_exec_and_nvidia_refused(lab):
@@ -408,7 +442,16 @@ def test_reboot_not_ready_then_diagnosed(lab, tmp_path):
             page.wait_for(ROW + ".dataset.ready === 'True'", "lab-node-1 Ready on the board", timeout=30)
             assert page.evaluate(ROW + ".dataset.kind") == "real"
 
-            out, _ = play("playbooks/reboot.yml", *lab.extra)
+            # the gate first: refused while the sentinel says the next start breaks, nothing stopped
+            lab.sentinel_says("True", "True")
+            pid = (lab.node_dir / "containerd.pid").read_text()
+            out, counts = play("playbooks/reboot.yml", *lab.extra, check=False)
+            said = flat(out.stdout)
+            assert counts["failed"] == 1 and "Refused: lab-node-1 carries RuntimeBreaksOnRestart=True" in said, said[-2000:]
+            assert "default_runtime_name runc is not among runtimes nvidia" in said and "Nothing was stopped" in said
+            assert "ansible-playbook playbooks/reboot.yml -e reboot_force=true" in said
+            assert (lab.node_dir / "containerd.pid").read_text() == pid and lab.ready() == "True"
+            out, _ = play("playbooks/reboot.yml", "-e", "reboot_force=true", *lab.extra)
             assert "no corresponding runtime configured in `containerd.runtimes`" in flat(out.stdout)
             assert lab.ready() in ("False", "Unknown")
             page.wait_for("['False', 'Unknown'].includes(" + ROW + ".dataset.ready)",
@@ -433,8 +476,10 @@ def test_graded_fix(lab):
     out, counts = play("playbooks/grade.yml", "-e", "drill=reboot", *lab.extra, check=False)
     assert counts["failed"] == 1 and "is not Ready" in flat(out.stdout)
     (lab.root / "etc/containerd/conf.d/99-nvidia.toml").write_text(FIXED_DROPIN)
-    play("playbooks/reboot.yml", *lab.extra)
+    out, _ = play("playbooks/reboot.yml", *lab.extra)   # the gate passes a node that is down
+    assert "lab-node-1 is not Ready: its sentinel does not run" in flat(out.stdout)
     assert lab.ready() == "True" and lab.running() == ["nvidia", "runc"]
+    lab.sentinel_says("False", "False")                     # after the reboot fix: both False
     sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-", input=RUNTIME_CHECK)
     lab.kubectl("-n", "gpu-lab", "wait", "--for=condition=Ready", "pod/runtime-check", "--timeout=90s",
                 timeout=100)
@@ -596,7 +641,9 @@ def test_nvidia_ctk_s_drop_in_on_the_real_node_restart_and_look(lab):
                                    ANSIBLE_LOAD_CALLBACK_PLUGINS="1"))
     predicted = json.loads(judged.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["predicted_runtimes"]
     assert predicted == ["nvidia", "runc"], predicted
-    play("playbooks/reboot.yml", *lab.extra)
+    # the sentinel: a correct drop-in breaks nothing, yet the restart is still pending
+    lab.sentinel_says("False", "True", "loaded: runc; next start: nvidia, runc (")
+    play("playbooks/reboot.yml", *lab.extra)                # the gate lets it through
     assert lab.ready() == "True" and lab.running() == predicted
 
 
@@ -605,6 +652,8 @@ def test_containerd_2_keeps_runc_and_loads_nvidia(lab):
     out, _ = play("lab.yml", "-e", "lab_node_containerd=2.2.0", *lab.extra)   # back to the seed's files
     assert lab.running() == ["runc"]
     assert "runtimes.runc" not in (lab.root / "etc/containerd/conf.d/99-nvidia.toml").read_text()
+    # the sentinel asks containerd 2.2.0's own config dump: runc kept, nvidia pending
+    lab.sentinel_says("False", "True", "loaded: runc; next start: nvidia, runc (runtimes differ; containerd 2.2.0")
     play("playbooks/reboot.yml", "-e", "lab_node_containerd=2.2.0", *lab.extra)
     assert lab.ready() == "True" and lab.running() == ["nvidia", "runc"]
     assert lab.node()["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.2.0")

@@ -18,51 +18,9 @@ import pytest
 
 from ansible.module_utils.sharing import cards, mig_layout, mig_listing
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-MOCK_SRC = ROOT / "nvml_mock"
-LIBDIR = "usr/lib/x86_64-linux-gnu"
-LISTINGS = ROOT / "tests/sharing_corpus/mig_listings"
-# nvml.h of go-nvml (the version the device plugin pins), enum nvmlReturn_enum
-SUCCESS, NOT_SUPPORTED, NOT_FOUND, RESET_REQUIRED, IN_USE, INSUFFICIENT_RESOURCES = 0, 3, 6, 16, 19, 23
-A100 = cards.CARDS["A100-SXM4-40GB"]["profiles"]
-sys.path.insert(0, str(MOCK_SRC))
-MIG_UUID = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def go_nvml_dir():
-    if not shutil.which("go"):
-        pytest.skip("no go on PATH: go-nvml's nvml.h comes from Go's module cache")
-    mod = (ROOT / "toolchain/nvidia-device-plugin/go.mod").read_text()
-    version = re.search(r"^\s*github\.com/NVIDIA/go-nvml (\S+)", mod, re.M).group(1)
-    done = subprocess.run(["go", "mod", "download", "-json", "github.com/NVIDIA/go-nvml@" + version],
-                          cwd=str(ROOT / "toolchain/nvidia-device-plugin"), stdout=subprocess.PIPE,
-                          universal_newlines=True, check=True)
-    return pathlib.Path(json.loads(done.stdout)["Dir"]) / "pkg/nvml"
-
-
-_BUILT = {}     # one build for every module that imports this fixture (they share this module)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The mock as a driver root and the harness linked against it (built once per session)."""
-    if not shutil.which("gcc"):
-        pytest.skip("no gcc: the mock NVML library is C")
-    if "base" not in _BUILT:
-        _BUILT["base"] = build(tmp_path_factory.mktemp("nvml-mock-mig"))
-    return _BUILT["base"]
-
-
-def build(base):
-    nvml = go_nvml_dir()
-    subprocess.run(["bash", str(MOCK_SRC / "build.sh"), "--driver-root", str(base / "root")], check=True,
-                   env=dict(os.environ, GO_NVML_DIR=str(nvml)),
-                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    lib = base / "root" / LIBDIR
-    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-DNVML_NO_UNVERSIONED_FUNC_DEFS=1", "-I", str(nvml),
-                    "-o", str(base / "harness"), str(pathlib.Path(__file__).with_name("mig_harness.c")),
-                    str(lib / "libnvidia-ml.so.1"), "-Wl,-rpath," + str(lib)], check=True)
-    return base
+from nvml_mock_testing import (  # noqa: F401  (constants and the mock's build)
+    A100, IN_USE, INSUFFICIENT_RESOURCES, LIBDIR, LISTINGS, MIG_UUID, MOCK_SRC, NOT_FOUND, NOT_SUPPORTED,
+    RESET_REQUIRED, ROOT, SUCCESS, go_nvml_dir)
 
 
 @pytest.fixture

@@ -15,65 +15,13 @@ import subprocess
 
 import pytest
 
-from test_nvml_mock_mig import LIBDIR, ROOT, built, go_nvml_dir  # noqa: F401  (the mock's build)
-
-CONFIG = ROOT / "toolchain/mig-parted/config-default.yaml"
-GPU_VIEW = ROOT / "nvml_mock/gpu_view.sh"
-
-
-def bin_dir():
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(os.environ.get("GPU_STACK_BIN_DIR") or os.path.join(cache, "gpu-incident-lab/bin"))
-
-
-@pytest.fixture(scope="module")
-def mig_parted():
-    """nvidia-mig-parted v0.12.1, built by toolchain/build.sh when missing."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root: mig-parted runs in a private mount namespace (unshare --mount)")
-    path = bin_dir() / "nvidia-mig-parted"
-    if not os.access(str(path), os.X_OK):
-        done = subprocess.run([str(ROOT / "toolchain/build.sh"), "nvidia-mig-parted", str(bin_dir())],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                              timeout=900, check=False)
-        if done.returncode != 0:
-            pytest.skip("nvidia-mig-parted cannot be built here (toolchain/build.sh nvidia-mig-parted %s): %s"
-                        % (bin_dir(), done.stdout.strip().splitlines()[-3:]))
-    return path
+from nvml_mock_testing import CONFIG, ROOT, mig_devices  # noqa: F401
 
 
 @pytest.fixture
-def node(built, mig_parted, tmp_path):  # noqa: F811
-    """Run commands in a mount namespace of their own holding the mock's GPU view."""
-    conf = tmp_path / "nvml-mock.conf"
-    conf.write_text("card = A100-SXM4-40GB\ncount = 4\nmig_state = %s\n" % (tmp_path / "mig.state"))
-    env = {"NVML_MOCK_CONFIG": str(conf), "LD_LIBRARY_PATH": str(built / "root" / LIBDIR),
-           "PATH": "%s:/usr/bin:/bin:/usr/sbin:/sbin" % (built / "root/usr/bin")}
-
-    def run(*args, check=True):
-        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c",
-                               'bash "$0" "$1" >/dev/null && shift && exec "$@"', str(GPU_VIEW),
-                               str(tmp_path / "view")] + [str(a) for a in args], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                              timeout=60, check=False)
-        assert not check or done.returncode == 0, done.stdout
-        return done.returncode, done.stdout
-    run.state = tmp_path / "mig.state"
-    return run
-
-
-def mig_devices(out):
-    """{GPU index: [profile, ...]} from nvidia-smi -L."""
-    found, gpu = {}, None
-    for line in out.splitlines():
-        m = re.match(r"^GPU (\d+): ", line)
-        if m:
-            gpu = int(m.group(1))
-            found[gpu] = []
-        m = re.match(r"^  MIG (\S+) +Device +\d+: \(UUID: MIG-", line)
-        if m:
-            found[gpu].append(m.group(1))
-    return found
+def node(parted_view):
+    """Commands in a mount namespace of their own holding the mock's GPU view (nvml_mock_testing)."""
+    return parted_view
 
 
 def test_the_config_is_mig_parteds_own(mig_parted):

@@ -17,9 +17,7 @@ import pytest
 
 from gpu_stack_testing import nvidia_binary
 from lab_testing import wait_for
-from test_gpu_stack_plugin import dp_probe  # noqa: F401  (the kubelet's side, built once)
-from test_nvml_mock_mig import LIBDIR, built, go_nvml_dir  # noqa: F401
-from test_nvml_mock_mig_parted import CONFIG, GPU_VIEW, mig_parted, node  # noqa: F401
+from nvml_mock_testing import CONFIG, GPU_VIEW, LIBDIR  # noqa: F401
 
 TIME_SLICING = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 5\n"
 
@@ -71,7 +69,8 @@ def advertised(built, dp_probe, tmp_path):  # noqa: F811
     return run
 
 
-def test_the_plugin_advertises_what_mig_parted_made(node, mig_parted, advertised):  # noqa: F811
+def test_the_plugin_advertises_what_mig_parted_made(parted_view, mig_parted, advertised):
+    node = parted_view
     node(mig_parted, "apply", "-f", CONFIG, "-c", "all-1g.5gb")
     assert advertised("mixed", 1) == {"nvidia.com/mig-1g.5gb": (28, 28)}
     assert advertised("single", 1) == {"nvidia.com/gpu": (28, 28)}

@@ -106,3 +106,13 @@ def listed(root, env=None):
     rc, out = smi(root, "-L", env=env)
     assert rc == 0, out
     return [tuple(m.groups()) for m in re.finditer(r"^GPU (\d+): (.+) \(UUID: (\S+)\)$", out, re.M)]
+
+
+@pytest.fixture(scope="session")
+def dp_probe(tmp_path_factory):
+    """dp-probe built from toolchain/nvidia-device-plugin (the kubelet pluginapi the plugin pins)."""
+    out = tmp_path_factory.mktemp("probe") / "dp-probe"
+    subprocess.run(["go", "build", "-mod=readonly", "-o", str(out), "./dpprobe"],
+                   cwd=str(TOOLCHAIN / "nvidia-device-plugin"), env=dict(os.environ, CGO_ENABLED="0"),
+                   check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return out

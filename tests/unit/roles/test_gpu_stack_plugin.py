@@ -32,16 +32,6 @@ sharing:
 """
 
 
-@pytest.fixture(scope="session")
-def dp_probe(tmp_path_factory):
-    """dp-probe built from toolchain/nvidia-device-plugin (the kubelet pluginapi the plugin pins)."""
-    out = tmp_path_factory.mktemp("probe") / "dp-probe"
-    subprocess.run(["go", "build", "-mod=readonly", "-o", str(out), "./dpprobe"],
-                   cwd=str(TOOLCHAIN / "nvidia-device-plugin"), env=dict(os.environ, CGO_ENABLED="0"),
-                   check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return out
-
-
 @pytest.fixture
 def plugin_binary():
     if os.geteuid() != 0:

@@ -1,0 +1,217 @@
+#!/bin/sh
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# runtime-restart-check.sh - the sentinel's check (issue 39): what the running containerd has
+# loaded against what its next start will load. A node-problem-detector custom plugin: one line
+# on stdout, exit 0 = ok (condition False), 1 = problem (True), 2 = unknown (Unknown).
+#
+#   runtime-restart-check.sh pending|breaks [--config FILE] [--containerd BIN] [--crictl BIN]
+#                                           [--endpoint URL] [--timeout SECONDS]
+#
+#   pending  RuntimeRestartPending: the runtimes, the default runtime or CDI that `crictl info`
+#            reports of the running daemon differ from what `containerd config dump` (a new
+#            process of the binary that will start, reading the files) makes of the files.
+#            The daemon unreachable is unknown (2), never ok.
+#   breaks   RuntimeBreaksOnRestart: the next start will not serve CRI - the files do not load,
+#            the CRI plugin is disabled, or default_runtime_name is not among the runtimes (1.6/1.7
+#            with a drop-in that replaces the CRI table whole: runc gone). Needs no daemon.
+#
+# POSIX sh + awk: it runs in busybox (the lab's image), in upstream's node-problem-detector image
+# (bash) and on a host; it carries no TOML or JSON parser of its own - `config dump` prints the
+# merged config in one regular form, and crictl's go-template reads the daemon's JSON.
+# Environment defaults: RUNTIME_CHECK_CONFIG, RUNTIME_CHECK_CONTAINERD, RUNTIME_CHECK_CRICTL,
+# RUNTIME_CHECK_ENDPOINT, RUNTIME_CHECK_TIMEOUT.
+set -u
+
+mode=${1:-}
+[ $# -gt 0 ] && shift
+config=${RUNTIME_CHECK_CONFIG:-/etc/containerd/config.toml}
+containerd=${RUNTIME_CHECK_CONTAINERD:-containerd}
+crictl=${RUNTIME_CHECK_CRICTL:-crictl}
+endpoint=${RUNTIME_CHECK_ENDPOINT:-unix:///run/containerd/containerd.sock}
+timeout=${RUNTIME_CHECK_TIMEOUT:-4}
+
+unknown() { echo "unknown: $*"; exit 2; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --config) config=${2:-}; shift 2 || unknown "--config needs a file" ;;
+    --containerd) containerd=${2:-}; shift 2 || unknown "--containerd needs a binary" ;;
+    --crictl) crictl=${2:-}; shift 2 || unknown "--crictl needs a binary" ;;
+    --endpoint) endpoint=${2:-}; shift 2 || unknown "--endpoint needs a URL" ;;
+    --timeout) timeout=${2:-}; shift 2 || unknown "--timeout needs seconds" ;;
+    *) unknown "runtime-restart-check.sh: unknown argument '$1' (pending|breaks [--config F] [--containerd BIN] [--crictl BIN] [--endpoint URL] [--timeout S])" ;;
+  esac
+done
+case "$mode" in
+  pending|breaks) ;;
+  *) unknown "runtime-restart-check.sh: say pending or breaks, not '$mode'" ;;
+esac
+
+tmp=$(mktemp -d 2>/dev/null || { d=/tmp/runtime-check.$$; mkdir -m 700 "$d" && echo "$d"; }) \
+  || unknown "no writable temporary folder (TMPDIR or /tmp)"
+trap 'rm -rf "$tmp"' EXIT
+
+value() { sed -n "s/^$1=//p" "$tmp/next" | head -1; }
+
+# ---- the next start: `containerd config dump` by the binary that will start
+command -v "$containerd" >/dev/null 2>&1 || unknown "containerd binary $containerd not found (--containerd)"
+# no main config: containerd starts on its built-in defaults (the daemon ignores a missing file;
+# `config dump` refuses one, `config default` prints them)
+if [ ! -e "$config" ]; then config_said="$config absent: containerd's defaults"; else config_said=$config; fi
+cver=$("$containerd" --version 2>/dev/null | awk '{ v = $3; sub(/[~+].*/, "", v); print v; exit }')
+[ -n "$cver" ] || unknown "$containerd --version says nothing: not containerd?"
+cmajor=${cver%%.*}
+cfgdir=$(dirname "$config")
+
+# next: "ok" or "fail <reason>"; then runtimes (sorted, comma), default, cdi (true|false), file
+if [ -e "$config" ]; then set -- --config "$config" config dump; else set -- config default; fi
+if "$containerd" "$@" >"$tmp/dump" 2>"$tmp/err"; then
+  # runtimes, default, cdi, CRI disabled, imports - one awk pass, printed as KEY=VALUE lines
+  awk -v major="$cmajor" '
+    function unq(s) { gsub(/^["\047]|["\047]$/, "", s); return s }
+    function crikey(t,   k) {
+      if (major < 2 && match(t, /^plugins\.("io\.containerd\.grpc\.v1\.cri"|\047io\.containerd\.grpc\.v1\.cri\047|cri)/)) return RLENGTH
+      if (match(t, /^plugins\.("io\.containerd\.cri\.v1\.runtime"|\047io\.containerd\.cri\.v1\.runtime\047)/)) return RLENGTH
+      return 0
+    }
+    /^[ \t]*\[/ {
+      t = $0; sub(/^[ \t]*\[/, "", t); sub(/\][ \t]*$/, "", t); table = t; sub_ = ""
+      n = crikey(t)
+      if (n) {
+        sub_ = substr(t, n + 1)
+        if (sub_ ~ /^\.containerd\.runtimes\./) {
+          name = substr(sub_, length(".containerd.runtimes.") + 1)
+          if (name ~ /^"[^"]*"$/ || name ~ /^\047[^\047]*\047$/ || name ~ /^[A-Za-z0-9_-]+$/) {
+            name = unq(name); if (!(name in seen)) { seen[name] = 1; names[++count] = name }
+          }
+        }
+        cri = 1
+      } else cri = 0
+      next
+    }
+    table == "" && /^[ \t]*disabled_plugins[ \t]*=/ { v = $0; sub(/^[^=]*=[ \t]*/, "", v); disabled = v }
+    table == "" && /^[ \t]*imports[ \t]*=/ { v = $0; sub(/^[^=]*=[ \t]*/, "", v); imports = v }
+    cri && sub_ == "" && /^[ \t]*enable_cdi[ \t]*=/ { v = $0; sub(/^[^=]*=[ \t]*/, "", v); cdi = v }
+    cri && sub_ == ".containerd" && /^[ \t]*default_runtime_name[ \t]*=/ {
+      v = $0; sub(/^[^=]*=[ \t]*/, "", v); def = unq(v)
+    }
+    END {
+      # sort the names (few: insertion sort)
+      for (i = 2; i <= count; i++) { x = names[i]; j = i - 1
+        while (j > 0 && names[j] > x) { names[j + 1] = names[j]; j-- } names[j + 1] = x }
+      list = ""; for (i = 1; i <= count; i++) list = list (i > 1 ? ", " : "") names[i]
+      print "RUNTIMES=" list
+      print "DEFAULT=" (def == "" ? "runc" : def)
+      # absent: 1.6 has no CDI, 2.4 removed the switch (always on; RELEASES.md) - not compared
+      print "CDI=" (cdi == "" ? "" : (cdi == "true" ? "true" : "false"))
+      print "DISABLED=" disabled
+      print "IMPORTS=" imports
+    }' "$tmp/dump" >"$tmp/next"
+  next_state=ok
+else
+  next_state=fail
+  next_error=$(grep -v '^[[:space:]]*$' "$tmp/err" | tail -1 | cut -c1-300)
+fi
+
+# containerd 2.x: the daemon stops on an import that does not exist (cmd/containerd/command/
+# main.go returns LoadConfig's error) while `config dump` ignores it (command/config.go)
+if [ "$next_state" = ok ] && [ "$cmajor" -ge 2 ]; then
+  for pattern in $(value IMPORTS | tr -d "[]\"'" | tr ',' ' '); do
+    case "$pattern" in *[*?[]*) continue ;; esac
+    case "$pattern" in /*) p=$pattern ;; *) p="$cfgdir/$pattern" ;; esac
+    if [ ! -e "$p" ]; then
+      next_state=fail
+      next_error="its import $p does not exist"
+      break
+    fi
+  done
+fi
+
+# ---- the files the next start reads: the main config and its imports (globs expanded), in order
+imported_files() {
+  list=$(value IMPORTS | tr -d "[]\"'" | tr ',' '\n')
+  printf '%s\n' "$config"
+  echo "$list" | while read -r pattern; do
+    [ -n "$pattern" ] || continue
+    case "$pattern" in /*) ;; *) pattern="$cfgdir/$pattern" ;; esac
+    for f in $pattern; do [ -f "$f" ] && printf '%s\n' "$f"; done
+  done
+}
+
+# the file that last declares a runtimes table - what the next start's runtimes come from
+runtimes_file() {
+  last=""
+  for f in $(imported_files | awk '!seen[$0]++'); do
+    grep -q 'containerd\.runtimes' "$f" 2>/dev/null && last=$f
+  done
+  printf '%s' "${last:-$config}"
+}
+
+breaks() {
+  if [ "$next_state" = fail ]; then
+    echo "containerd $cver will not start from $config_said: ${next_error:-config dump failed}"
+    return 1
+  fi
+  disabled=$(value DISABLED)
+  case "$disabled" in
+    *io.containerd.grpc.v1.cri*|*io.containerd.cri.v1.runtime*|*'"cri"'*|*"'cri'"*)
+      echo "next start of containerd $cver serves no CRI: the CRI plugin is in disabled_plugins of $config_said"
+      return 1 ;;
+  esac
+  runtimes=$(value RUNTIMES)
+  default=$(value DEFAULT)
+  case ", $runtimes, " in
+    *", $default, "*) ;;
+    *)
+      echo "next start of containerd $cver serves no CRI: default_runtime_name $default is not among runtimes ${runtimes:-none} - the containerd.runtimes table is replaced whole by $(runtimes_file)"
+      return 1 ;;
+  esac
+  echo "next start of containerd $cver serves CRI with default runtime $default (runtimes $runtimes)"
+  return 0
+}
+
+if [ "$mode" = breaks ]; then
+  breaks
+  exit $?
+fi
+
+# ---- pending: the running daemon, asked over CRI
+command -v "$crictl" >/dev/null 2>&1 || unknown "crictl binary $crictl not found (--crictl)"
+# shellcheck disable=SC2016 # a Go template, not shell
+template='{{with .config}}{{with .containerd}}{{.defaultRuntimeName}}|{{range $k, $v := .runtimes}}{{$k}},{{end}}{{end}}|{{index . "enableCDI"}}{{end}}'
+if ! "$crictl" --runtime-endpoint "$endpoint" --timeout "${timeout}s" info -o go-template \
+     --template "$template" >"$tmp/info" 2>"$tmp/info.err"; then
+  unknown "containerd unreachable at $endpoint: $(grep -v '^[[:space:]]*$' "$tmp/info.err" | tail -1 | cut -c1-200)"
+fi
+info=$(head -1 "$tmp/info")
+case "$info" in
+  *"|"*"|"*) ;;
+  *) unknown "crictl info at $endpoint gave no CRI config (is this containerd's CRI?): $(echo "$info" | cut -c1-120)" ;;
+esac
+loaded_default=${info%%|*}
+rest=${info#*|}
+loaded_list=${rest%|*}
+loaded_cdi=${rest##*|}
+case "$loaded_cdi" in true|false) ;; *) loaded_cdi="" ;; esac
+loaded=$(echo "$loaded_list" | tr ',' '\n' | grep -v '^$' | sort | awk 'NR > 1 { printf ", " } { printf "%s", $0 } END { print "" }')
+
+if [ "$next_state" = fail ]; then
+  echo "loaded: ${loaded:-none}; next start: fails (${next_error:-config dump failed}) - $config_said"
+  exit 1
+fi
+next=$(value RUNTIMES)
+next_default=$(value DEFAULT)
+next_cdi=$(value CDI)
+diff=""
+[ "$loaded" = "$next" ] || diff="runtimes"
+[ "$loaded_default" = "$next_default" ] || diff="$diff${diff:+, }default runtime $loaded_default -> $next_default"
+# CDI: compared where both sides say (containerd 1.7-2.3); 1.6 has none, 2.4+ always has it
+if [ -n "$loaded_cdi" ] && [ -n "$next_cdi" ] && [ "$loaded_cdi" != "$next_cdi" ]; then
+  diff="$diff${diff:+, }CDI $loaded_cdi -> $next_cdi"
+fi
+if [ -n "$diff" ]; then
+  echo "loaded: ${loaded:-none}; next start: ${next:-none} ($diff differ; containerd $cver, $config_said$( [ "$loaded" = "$next" ] || printf ', runtimes from %s' "$(runtimes_file)"))"
+  exit 1
+fi
+echo "loaded: ${loaded:-none}; next start: the same (default $next_default${next_cdi:+, CDI $next_cdi})"
+exit 0

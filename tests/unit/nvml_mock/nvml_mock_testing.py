@@ -1,0 +1,119 @@
+"""What the MIG tests of the mock share (tests/unit/nvml_mock/): the mock built once as a driver root
+with the C harness of go-nvml's calls, NVIDIA's nvidia-mig-parted, and the mock's GPU view in a
+mount namespace of its own. Fixtures reach the tests through this folder's conftest.py."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible.module_utils.sharing import cards
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+MOCK_SRC = ROOT / "nvml_mock"
+LIBDIR = "usr/lib/x86_64-linux-gnu"
+LISTINGS = ROOT / "tests/sharing_corpus/mig_listings"
+# nvml.h of go-nvml (the version the device plugin pins), enum nvmlReturn_enum
+SUCCESS, NOT_SUPPORTED, NOT_FOUND, RESET_REQUIRED, IN_USE, INSUFFICIENT_RESOURCES = 0, 3, 6, 16, 19, 23
+A100 = cards.CARDS["A100-SXM4-40GB"]["profiles"]
+sys.path.insert(0, str(MOCK_SRC))
+MIG_UUID = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def go_nvml_dir():
+    if not shutil.which("go"):
+        pytest.skip("no go on PATH: go-nvml's nvml.h comes from Go's module cache")
+    mod = (ROOT / "toolchain/nvidia-device-plugin/go.mod").read_text()
+    version = re.search(r"^\s*github\.com/NVIDIA/go-nvml (\S+)", mod, re.M).group(1)
+    done = subprocess.run(["go", "mod", "download", "-json", "github.com/NVIDIA/go-nvml@" + version],
+                          cwd=str(ROOT / "toolchain/nvidia-device-plugin"), stdout=subprocess.PIPE,
+                          universal_newlines=True, check=True)
+    return pathlib.Path(json.loads(done.stdout)["Dir"]) / "pkg/nvml"
+
+
+_BUILT = {}     # one build for every module of the session
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The mock as a driver root and the harness linked against it (built once per session)."""
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc: the mock NVML library is C")
+    if "base" not in _BUILT:
+        _BUILT["base"] = build(tmp_path_factory.mktemp("nvml-mock-mig"))
+    return _BUILT["base"]
+
+
+def build(base):
+    nvml = go_nvml_dir()
+    subprocess.run(["bash", str(MOCK_SRC / "build.sh"), "--driver-root", str(base / "root")], check=True,
+                   env=dict(os.environ, GO_NVML_DIR=str(nvml)),
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lib = base / "root" / LIBDIR
+    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-DNVML_NO_UNVERSIONED_FUNC_DEFS=1", "-I", str(nvml),
+                    "-o", str(base / "harness"), str(pathlib.Path(__file__).with_name("mig_harness.c")),
+                    str(lib / "libnvidia-ml.so.1"), "-Wl,-rpath," + str(lib)], check=True)
+    return base
+
+
+CONFIG = ROOT / "toolchain/mig-parted/config-default.yaml"
+GPU_VIEW = ROOT / "nvml_mock/gpu_view.sh"
+
+
+def bin_dir():
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(os.environ.get("GPU_STACK_BIN_DIR") or os.path.join(cache, "gpu-incident-lab/bin"))
+
+
+@pytest.fixture(scope="module")
+def mig_parted():
+    """nvidia-mig-parted v0.12.1, built by toolchain/build.sh when missing."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: mig-parted runs in a private mount namespace (unshare --mount)")
+    path = bin_dir() / "nvidia-mig-parted"
+    if not os.access(str(path), os.X_OK):
+        done = subprocess.run([str(ROOT / "toolchain/build.sh"), "nvidia-mig-parted", str(bin_dir())],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                              timeout=900, check=False)
+        if done.returncode != 0:
+            pytest.skip("nvidia-mig-parted cannot be built here (toolchain/build.sh nvidia-mig-parted %s): %s"
+                        % (bin_dir(), done.stdout.strip().splitlines()[-3:]))
+    return path
+
+
+@pytest.fixture
+def parted_view(built, mig_parted, tmp_path):
+    """Run commands in a mount namespace of their own holding the mock's GPU view."""
+    conf = tmp_path / "nvml-mock.conf"
+    conf.write_text("card = A100-SXM4-40GB\ncount = 4\nmig_state = %s\n" % (tmp_path / "mig.state"))
+    env = {"NVML_MOCK_CONFIG": str(conf), "LD_LIBRARY_PATH": str(built / "root" / LIBDIR),
+           "PATH": "%s:/usr/bin:/bin:/usr/sbin:/sbin" % (built / "root/usr/bin")}
+
+    def run(*args, check=True):
+        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c",
+                               'bash "$0" "$1" >/dev/null && shift && exec "$@"', str(GPU_VIEW),
+                               str(tmp_path / "view")] + [str(a) for a in args], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                              timeout=60, check=False)
+        assert not check or done.returncode == 0, done.stdout
+        return done.returncode, done.stdout
+    run.state = tmp_path / "mig.state"
+    return run
+
+
+def mig_devices(out):
+    """{GPU index: [profile, ...]} from nvidia-smi -L."""
+    found, gpu = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^GPU (\d+): ", line)
+        if m:
+            gpu = int(m.group(1))
+            found[gpu] = []
+        m = re.match(r"^  MIG (\S+) +Device +\d+: \(UUID: MIG-", line)
+        if m:
+            found[gpu].append(m.group(1))
+    return found
