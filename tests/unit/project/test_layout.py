@@ -47,10 +47,5 @@ def test_no_test_file_imports_another():
             for name in found:
                 if name.split(".")[0] in names:
                     imports.setdefault(str(path.relative_to(ROOT)), []).append(name)
-    # shared fixtures go in a conftest.py, shared helpers in tests/lab_testing.py (or a *_testing.py
-    # beside the tests, as tests/unit/roles/gpu_stack_testing.py). Known debt, to move the same way
-    # (issue 40's MIG tests, merged after this rule): nothing may be added to it.
-    known = {"tests/unit/nvml_mock/test_nvml_mock_mig_parted.py": ["test_nvml_mock_mig"],
-             "tests/unit/nvml_mock/test_nvml_mock_mig_plugin.py": ["test_gpu_stack_plugin", "test_nvml_mock_mig",
-                                                                   "test_nvml_mock_mig_parted"]}
-    assert {k: v for k, v in imports.items() if known.get(k) != v} == {}
+    # shared fixtures go in a conftest.py, shared helpers in tests/lab_testing.py
+    assert imports == {}
