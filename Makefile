@@ -89,7 +89,7 @@ lane-docs:
 binaries:
 	@missing=$$(toolchain/build.sh status $(LAB_BIN) | awk '$$3 != "ok" {print $$1}'; \
 	  toolchain/build.sh status $(LAB_BIN) gpu-stack | awk '$$3 != "ok" {print $$1}'; \
-	  toolchain/build.sh status $(LAB_BIN) nvidia-mig-parted | awk '$$3 != "ok" {print $$1}'); \
+	  toolchain/build.sh status $(LAB_BIN) node-problem-detector nvidia-mig-parted | awk '$$3 != "ok" {print $$1}'); \
 	  for c in $$missing; do echo "make test: building $$c (toolchain/build.sh)"; toolchain/build.sh $$c $(LAB_BIN) || exit 1; done
 
 lab-snapshot:

@@ -5,7 +5,7 @@
 Every task of a module normally costs a new Python process: Ansible zips the module with its
 module_utils (AnsiballZ), starts the target's interpreter, which imports
 ``ansible.module_utils.basic`` again, and parses the printed JSON. On the lab's own host that
-is ~0.25 s of a ~0.3 s task (bench/lab-timings.sh, README "How a run stays short"). Ansible
+is ~0.25 s of a ~0.3 s task (bench/lab-timings.sh, docs/speed.md). Ansible
 already forks one worker process per task and host; when the connection is ``local`` (no
 become, no async, no task ``environment``), this action runs the module's file in that worker
 exactly as the AnsiballZ wrapper does (``ansible.module_utils._internal._ansiballz._loader``:

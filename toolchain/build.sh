@@ -13,10 +13,10 @@
 #            nvidia-device-plugin config-manager (toolchain/nvidia-device-plugin)
 #            nvidia-container-runtime nvidia-ctk (toolchain/nvidia-container-toolkit)
 #            - NVIDIA's GPU stack, built with cgo (go-nvml dlopens libnvidia-ml.so.1)
+#            node-problem-detector (toolchain/node-problem-detector) - the sentinel on
+#            lab-node-1 (issue 39); status checks it when named
 #            nvidia-mig-parted (toolchain/mig-parted) - on demand only: in no default list,
 #            `status OUTDIR nvidia-mig-parted` checks it
-#            node-problem-detector (toolchain/node-problem-detector) - the sentinel on
-#            lab-node-1 (issue 39); on demand too (the lab names it in its status)
 # The version comes from the module's go.mod (the single pin) and is stamped
 # into the binary the way upstream's release build does, so `--version` tells
 # the truth. The binary is written next to its final name and renamed into
@@ -29,13 +29,14 @@ set -euo pipefail
 here=${TOOLCHAIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl kubelet crictl"
 gpu_components="nvidia-device-plugin config-manager nvidia-container-runtime nvidia-ctk"
-on_demand="nvidia-mig-parted node-problem-detector"
+sentinel_components="node-problem-detector"
+on_demand="nvidia-mig-parted"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
 if [ "$component" = status ] && [ $# -gt 2 ]; then # status of the components named
   checked=""
   for c in "${@:3}"; do
-    case " $components $gpu_components $on_demand gpu-stack " in
+    case " $components $gpu_components $sentinel_components $on_demand gpu-stack " in
       *" $c "*) ;;
       *) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
     esac
@@ -98,7 +99,7 @@ if [ "$component" = status ]; then
   # remembered: the components checked now that are ok, and the others as they were remembered,
   # in one fixed order (a status of the control plane alone writes what it always wrote)
   fresh=""
-  for c in $components $gpu_components $on_demand; do
+  for c in $components $gpu_components $sentinel_components $on_demand; do
     if [ -n "${state_of[$c]:-}" ]; then
       [ -n "${stamp_of[$c]:-}" ] && fresh+="$c ${stamp_of[$c]}"$'\n'
     elif [ -n "${seen[$c]:-}" ]; then
@@ -197,7 +198,7 @@ case "$component" in
     ;;
   *)
     echo "build.sh: unknown component '$component'" >&2
-    echo "known: $components $gpu_components $on_demand" >&2
+    echo "known: $components $gpu_components $sentinel_components $on_demand" >&2
     exit 2
     ;;
 esac

@@ -8,18 +8,17 @@ import json
 
 from ansible.module_utils.bundle.contents import (
     CLUSTER_FILES, KIND_FILES, LAST_APPLIED, REDACTED, BundleError)
-from ansible.module_utils.diagnosis.sources import parse_selector as label_selector
-from ansible.module_utils.lab.refusals import LabError
+from ansible.module_utils.kube.label_selector import SelectorError, label_selector
 
 
 def parse_selector(text):
-    """A label selector (k=v, k!=v, k, !k, k in (a,b)) as a predicate on labels, read as the
-    diagnosis reads it; BundleError for an empty or unreadable one."""
+    """A label selector (k=v, k!=v, k, !k, k in (a,b)) as a predicate on labels (kube/label_selector.py,
+    as the diagnosis reads it); BundleError for an empty or unreadable one."""
     if not str(text).strip(" ,"):
         raise BundleError("empty label selector %r: give key=value, key or !key" % (text,))
     try:
         return label_selector(str(text), "stack_selectors")
-    except LabError as exc:
+    except SelectorError as exc:
         raise BundleError(exc.message)
 
 

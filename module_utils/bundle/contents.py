@@ -53,6 +53,7 @@ import tempfile
 from ansible.module_utils.bundle.redact import Redactor
 from ansible.module_utils.bundle.redact_rules import MARKER, RedactError
 from ansible.module_utils.lab.refusals import LabError
+from ansible.module_utils.node.artefacts import NODE_FILES as node_files
 
 FORMAT = "gpu-incident-lab/support-bundle"
 FORMAT_VERSION = 1
@@ -73,9 +74,7 @@ CLUSTER_FILES = [
      "kubectl get configmaps -A -o json"),
 ]
 KIND_FILES = {kind: rel for rel, _path, _api_version, kind, _command in CLUSTER_FILES}
-NODE_FILES = ["nvidia-smi.txt", "nvidia-smi-query.csv", "crictl-info.json",
-              "containerd-config-dump.toml", "containerd.log", "kubelet.log", "device-plugins.txt",
-              "dmesg.txt", "fabric-manager.txt", "mig-lgip.txt", "mig-lgipp.txt"]
+NODE_FILES = list(node_files)   # nodes/<node>/: the node's file names (node/artefacts.py, the one list)
 
 # The GPU stack: the namespaces the GPU Operator and the device plugin's Helm chart install into,
 # and the labels of their Pods (static manifest, Operator operands, Helm chart - gpu-field notes).

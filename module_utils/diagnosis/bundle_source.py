@@ -5,7 +5,7 @@ role writes it), and open_bundle: that or a must-gather folder, by what the fold
 
 import os
 
-from ansible.module_utils.diagnosis.artefacts import ARTEFACTS, ArtefactError, facts_from_artefacts, node_texts
+from ansible.module_utils.node.artefacts import ARTEFACTS, ArtefactError, facts_from_artefacts, node_texts
 from ansible.module_utils.diagnosis.must_gather import MUST_GATHER_FILES, MustGatherSource, is_must_gather
 from ansible.module_utils.diagnosis.sources import (
     DiagnoseError, Source, Unreadable, list_items, object_name, object_namespace, parse_selector,

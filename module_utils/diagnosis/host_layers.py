@@ -6,7 +6,7 @@ Each rule takes the walk's :class:`~walk.Seen` (the node, its facts, the Pod, th
 the error texts, what the source says is missing - all read already) and returns a verdict.
 """
 
-from ansible.module_utils.diagnosis.artefacts import APPLICATION_XIDS, gpu_lost_lines, xids
+from ansible.module_utils.node.artefacts import APPLICATION_XIDS, gpu_lost_lines, xids
 from ansible.module_utils.diagnosis.verdict import amount, ev, text_ev, verdict
 
 

@@ -47,7 +47,7 @@ judged at the lower layer, with the text as evidence.
 
 
 # the public names, each defined once in the module named
-from ansible.module_utils.diagnosis.artefacts import runtimes_from_dump  # noqa: F401
+from ansible.module_utils.node.artefacts import runtimes_from_dump  # noqa: F401
 from ansible.module_utils.diagnosis.kube_objects import (  # noqa: F401
     DRIVER_LABELS, OTHER_COMPONENTS, PLUGIN_SELECTORS, SOCKET_DIR, node_admits, plugin_component,
     pod_request, scheduler_findings)

@@ -8,7 +8,7 @@ import gzip
 import os
 import re
 
-from ansible.module_utils.diagnosis.artefacts import kernel_nvrm_lines, smi_failure
+from ansible.module_utils.node.artefacts import kernel_nvrm_lines, smi_failure
 from ansible.module_utils.diagnosis.sources import (
     DiagnoseError, Source, Unreadable, list_items, object_name, object_namespace, parse_selector,
     read_text_file)

@@ -6,7 +6,7 @@ Each rule takes the walk's :class:`~walk.Seen` (the node, its facts, the plugin'
 DaemonSets, the error texts - all read already) and returns a verdict.
 """
 
-from ansible.module_utils.diagnosis.artefacts import APPLICATION_XIDS, xids
+from ansible.module_utils.node.artefacts import APPLICATION_XIDS, xids
 from ansible.module_utils.diagnosis.kube_objects import (
     SOCKET_DIR, mounts_socket_dir, node_admits, plugin_component, tolerates)
 from ansible.module_utils.diagnosis.sources import parse_selector

@@ -18,8 +18,8 @@ the reason. No rule of judgment lives here.
 """
 
 import json
-import re
 
+from ansible.module_utils.kube.label_selector import SelectorError, label_selector
 from ansible.module_utils.lab.refusals import LabError
 
 
@@ -38,43 +38,12 @@ class Unreadable(LabError):
 
 
 def parse_selector(text, option="device_plugin_selector"):
-    """A label selector string (a=b,c!=d,e,!f, g in (x,y)) as a predicate on labels;
-    DiagnoseError naming `option` for a term it cannot read."""
-    if not text:
-        return lambda labels: True
-    terms = []
-    for part in re.split(r",(?![^()]*\))", text):
-        part = part.strip()
-        match = re.fullmatch(r"([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)", part)
-        if match:
-            values = {v.strip() for v in match.group(3).split(",")}
-            terms.append((match.group(1), match.group(2), values))
-        elif re.fullmatch(r"[\w./-]+\s*!=\s*[\w.-]*", part):
-            key, value = part.split("!=", 1)
-            terms.append((key.strip(), "notin", {value.strip()}))
-        elif re.fullmatch(r"[\w./-]+\s*==?\s*[\w.-]*", part):
-            key, value = part.replace("==", "=").split("=", 1)
-            terms.append((key.strip(), "in", {value.strip()}))
-        elif re.fullmatch(r"![\w./-]+", part):
-            terms.append((part[1:].strip(), "absent", None))
-        elif re.fullmatch(r"[\w./-]+", part):
-            terms.append((part, "exists", None))
-        else:
-            raise DiagnoseError("%s %r: cannot read %r as a label selector term (key=value, "
-                                "key!=value, key, !key, key in (a,b))" % (option, text, part))
-
-    def match(labels):
-        for key, op, values in terms:
-            if op == "in" and labels.get(key) not in values:
-                return False
-            if op == "notin" and labels.get(key) in values:
-                return False
-            if op == "exists" and key not in labels:
-                return False
-            if op == "absent" and key in labels:
-                return False
-        return True
-    return match
+    """A label selector (kube/label_selector.py) as a predicate on labels; DiagnoseError naming
+    `option` for a term it cannot read."""
+    try:
+        return label_selector(text, option)
+    except SelectorError as exc:
+        raise DiagnoseError(exc.message)
 
 
 def object_name(obj):

@@ -4,7 +4,7 @@
 
 :func:`collect` is what both node modules run on the node - gpu_bundle_node writes its result
 as a support bundle's ``nodes/<node>/`` files (bundle.node_side), gpu_node_facts reads the same
-result into node facts with the diagnosis's own parsers (node.gpu_facts, diagnosis.artefacts) -
+result into node facts with the diagnosis's own parsers (node.gpu_facts, node.artefacts) -
 so what gpu_node_facts reports is what gpu_diagnose reads from a bundle of that node.
 
 It runs nvidia-smi (found by nvidia_smi.locate: PATH, or ``chroot <driver_root>``) - its table,
@@ -23,11 +23,8 @@ import os
 
 from ansible.module_utils.node import commands as node_commands
 from ansible.module_utils.node import nvidia_smi
+from ansible.module_utils.node.artefacts import NODE_FILES
 
-# every file the collector can give, in the order it collects them (a bundle's nodes/<node>/)
-NODE_FILES = ("nvidia-smi.txt", "nvidia-smi-query.csv", "mig-lgip.txt", "mig-lgipp.txt",
-              "crictl-info.json", "containerd-config-dump.toml", "containerd.log", "kubelet.log",
-              "device-plugins.txt", "dmesg.txt", "fabric-manager.txt")
 
 COLLECTION = "gpu_incident.lab"
 # an option's old name: accepted, with a deprecation warning, until this collection version

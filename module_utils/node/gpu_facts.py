@@ -5,11 +5,11 @@
 :func:`gather` runs on the GPU node (module gpu_node_facts over SSH): the one collector
 (node.collect - the same commands, once each, that a support bundle's node half runs) gathers
 the artefacts, and the diagnosis's own reading of a bundle's ``nodes/<node>/`` files
-(diagnosis.artefacts: node_texts, facts_from_artefacts) makes the facts of them - so the facts
+(node.artefacts: node_texts, facts_from_artefacts) makes the facts of them - so the facts
 are those gpu_diagnose reads from a bundle of this node.
 """
 
-from ansible.module_utils.diagnosis.artefacts import ARTEFACTS, ArtefactError, facts_from_artefacts, node_texts
+from ansible.module_utils.node.artefacts import ARTEFACTS, ArtefactError, facts_from_artefacts, node_texts
 from ansible.module_utils.lab.refusals import LabError
 from ansible.module_utils.node.collect import collect
 

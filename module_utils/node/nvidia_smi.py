@@ -32,7 +32,7 @@ NVIDIA_SMI_ARGS = dict(nvidia_smi=dict(type="str", default="nvidia-smi"),
                        driver_root=dict(type="path", default=DRIVER_ROOT))
 QUERY = ["--query-gpu=driver_version", "--format=csv,noheader"]
 # the GPU listing the node facts and a bundle's nodes/<node>/nvidia-smi-query.csv come from
-# (diagnosis.artefacts.parse_smi_query reads it)
+# (node.artefacts.parse_smi_query reads it)
 GPU_QUERY = ["--query-gpu=index,name,uuid,driver_version,memory.total", "--format=csv,noheader"]
 INCONCLUSIVE_RC = {2: "nvidia-smi does not know the query (exit 2: invalid argument)",
                    4: "no permission to ask the driver (exit 4): run as root (become: true)",

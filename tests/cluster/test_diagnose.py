@@ -339,7 +339,7 @@ def _bundle_of(kube, world, dest, node_files):
 
 def test_a_bundle_of_the_live_cluster_is_judged_as_live(module_runner, cluster, world, tmp_path):
     """One judgment, two sources: the same cluster read live and from its bundle."""
-    from ansible.module_utils.diagnosis.artefacts import facts_from_artefacts
+    from ansible.module_utils.node.artefacts import facts_from_artefacts
     node_files = {"nvidia-smi-query.csv": "0, NVIDIA H100 80GB HBM3, GPU-1, 550.54.15, 81559 MiB\n",
                   "crictl-info.json": (CORPUS / "containerd-1.6.20/crictl-info-dropin-not-restarted.json").read_text(),
                   "containerd-config-dump.toml": (CORPUS / "containerd-1.6.20/config-dump-after-dropin.toml").read_text(),

@@ -9,7 +9,7 @@ binds to /etc/containerd. `main` copies config.toml alone (the incident day: con
 before the drop-in arrived), `all` every file. Prints each .toml that arrived or changed, one per
 line (what containerd's imports can name). Files in DST that SRC no longer has are removed.
 
-What the copy changes - the machine adaptations the README lists, nothing else:
+What the copy changes - the machine adaptations docs/real-node.md lists, nothing else:
 - a path into the lab folder (LAB_ROOT/etc/containerd/...) names the node's own /etc/containerd;
 - SYSTEMD_CGROUP_FALSE=true (no systemd on this machine): `SystemdCgroup = true` -> false,
   since runc cannot use the systemd cgroup driver without systemd;
@@ -23,7 +23,7 @@ import sys
 
 CRI = {"2": 'plugins."io.containerd.grpc.v1.cri"', "3": 'plugins."io.containerd.cri.v1.runtime"'}
 GENERATED = ("# Written by the lab: {src}/config.toml does not exist yet, so containerd\n"
-             "# runs on its defaults plus the one setting this machine needs (see README).\n"
+             "# runs on its defaults plus the one setting this machine needs (see docs/real-node.md).\n"
              "version = 2\n\n[" + CRI["2"] + "]\n  restrict_oom_score_adj = true\n")
 
 

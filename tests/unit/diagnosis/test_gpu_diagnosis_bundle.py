@@ -14,7 +14,7 @@ from lab_testing import ROOT, TESTS  # tests/lab_testing.py
 import pytest
 
 import gpu_diagnose
-from ansible.module_utils.diagnosis import artefacts as ga
+from ansible.module_utils.node import artefacts as ga
 from ansible.module_utils.diagnosis import diagnose as gdiag
 from ansible.module_utils.diagnosis import layers as gl
 from ansible.module_utils.diagnosis import bundle_source

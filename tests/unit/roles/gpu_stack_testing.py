@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+import versions
 from lab_testing import ROOT
 
 MOCK_SRC = ROOT / "nvml_mock"
@@ -22,10 +23,13 @@ UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 DEFAULT_COMPONENTS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd",
                       "kwok", "kwokctl", "kubelet", "crictl"]
 GPU_COMPONENTS = ["nvidia-device-plugin", "config-manager", "nvidia-container-runtime", "nvidia-ctk"]
-MODULES = {"nvidia-device-plugin": ("github.com/NVIDIA/k8s-device-plugin", "v0.19.3"),
-           "config-manager": ("github.com/NVIDIA/k8s-device-plugin", "v0.19.3"),
-           "nvidia-container-runtime": ("github.com/NVIDIA/nvidia-container-toolkit", "v1.20.2"),
-           "nvidia-ctk": ("github.com/NVIDIA/nvidia-container-toolkit", "v1.20.2")}
+# NVIDIA's releases built here: their one pin is the go.mod of their toolchain folder
+PLUGIN = ("github.com/NVIDIA/k8s-device-plugin",
+          "v" + versions.go_mod_version("nvidia-device-plugin", "github.com/NVIDIA/k8s-device-plugin"))
+TOOLKIT = ("github.com/NVIDIA/nvidia-container-toolkit",
+           "v" + versions.go_mod_version("nvidia-container-toolkit", "github.com/NVIDIA/nvidia-container-toolkit"))
+MODULES = {"nvidia-device-plugin": PLUGIN, "config-manager": PLUGIN,
+           "nvidia-container-runtime": TOOLKIT, "nvidia-ctk": TOOLKIT}
 
 sys.path.insert(0, str(MOCK_SRC))
 sys.path.insert(0, str(FILES))

@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from gpu_stack_testing import (
-    DEFAULT_COMPONENTS, GPU_COMPONENTS, LIBDIR, MOCK_SRC, MODULES, TOOLCHAIN, UUID, bin_dir,
-    gen_cards, gen_stubs, go_nvml_dir, gpu_cdi_spec, listed, mock_conf, nvidia_binary, smi)
+    DEFAULT_COMPONENTS, GPU_COMPONENTS, LIBDIR, MOCK_SRC, MODULES, PLUGIN, TOOLCHAIN, TOOLKIT, UUID,
+    bin_dir, gen_cards, gen_stubs, go_nvml_dir, gpu_cdi_spec, listed, mock_conf, nvidia_binary, smi)
 
 
 # ---- the card table: one source of truth ----
@@ -236,8 +236,7 @@ def test_status_default_set_is_unchanged(tmp_path):
 def test_status_of_the_gpu_stack(tmp_path):
     rc, out, _ = status(tmp_path, "gpu-stack")
     assert rc == 0
-    assert out.splitlines() == ["nvidia-device-plugin v0.19.3 missing", "config-manager v0.19.3 missing",
-                                "nvidia-container-runtime v1.20.2 missing", "nvidia-ctk v1.20.2 missing"]
+    assert out.splitlines() == ["%s %s missing" % (name, MODULES[name][1]) for name in GPU_COMPONENTS]
     rc, _, err = status(tmp_path, "nvidia-gpu-thing")
     assert rc == 2 and "unknown component 'nvidia-gpu-thing'" in err
 
@@ -266,8 +265,8 @@ def test_built_binary_names_nvidias_module(name):
 def test_versions_are_stamped_as_upstream_does():
     plugin = subprocess.run([str(nvidia_binary("nvidia-device-plugin")), "--version"], stdout=subprocess.PIPE,
                             universal_newlines=True, check=True).stdout
-    assert plugin.splitlines()[0] == "NVIDIA Device Plugin version v0.19.3"
+    assert plugin.splitlines()[0] == "NVIDIA Device Plugin version %s" % PLUGIN[1]
     ctk = subprocess.run([str(nvidia_binary("nvidia-ctk")), "--version"], stdout=subprocess.PIPE,
                          universal_newlines=True, check=True).stdout
-    assert ctk.splitlines()[0] == "NVIDIA Container Toolkit CLI version 1.20.2"
+    assert ctk.splitlines()[0] == "NVIDIA Container Toolkit CLI version %s" % TOOLKIT[1].lstrip("v")
 

@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from gpu_stack_testing import LIBDIR, TOOLCHAIN, listed, mock_conf, nvidia_binary
+from gpu_stack_testing import LIBDIR, PLUGIN, TOOLCHAIN, listed, mock_conf, nvidia_binary
 from lab_testing import wait_for
 
 SOCKET_DIR = "/var/lib/kubelet/device-plugins"
@@ -136,7 +136,7 @@ def test_finds_the_gpus_and_serves_without_a_kubelet(run_plugin, driver_root):
     plugin = run_plugin(driver_root)
     plugin.wait_log(r"Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock$")
     assert re.search(r"Starting GRPC server for 'nvidia.com/gpu'$", plugin.text(), re.M)
-    assert re.search(r'"Starting NVIDIA Device Plugin" version="v0.19.3"', plugin.text())
+    assert re.search(r'"Starting NVIDIA Device Plugin" version="%s"' % re.escape(PLUGIN[1]), plugin.text())
     plugin.wait_log(r"Could not register device plugin: context deadline exceeded$")
     plugin.wait_log(r"Failed to start one or more plugins. Retrying in 30s...$")
     assert "No devices found" not in plugin.text()

@@ -37,10 +37,14 @@ except ImportError:  # Python < 3.11: the regex reader below still names the run
 
 CRI_PLUGINS = ("io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime")
 
-# The artefact file names of a support bundle's nodes/<node>/ folder (issue 21, item 3).
-ARTEFACTS = ("nvidia-smi.txt", "nvidia-smi-query.csv", "crictl-info.json",
-             "containerd-config-dump.toml", "device-plugins.txt", "dmesg.txt",
-             "fabric-manager.txt", "mig-lgip.txt", "mig-lgipp.txt", "containerd.log")
+# The node's file names - the one list: every file the collector (node/collect.py) can give, in the
+# order it collects them; a support bundle's nodes/<node>/ folder (bundle/contents.py) holds them.
+NODE_FILES = ("nvidia-smi.txt", "nvidia-smi-query.csv", "mig-lgip.txt", "mig-lgipp.txt",
+              "crictl-info.json", "containerd-config-dump.toml", "containerd.log", "kubelet.log",
+              "device-plugins.txt", "dmesg.txt", "fabric-manager.txt")
+# The ones node facts are read from (issue 21, item 3): all but the kubelet's log, which only the
+# diagnosis's text rules read.
+ARTEFACTS = tuple(name for name in NODE_FILES if name != "kubelet.log")
 
 # nvidia-smi's own words when it cannot work (NVML return strings; nvidia-smi's messages).
 SMI_FAILURES = (

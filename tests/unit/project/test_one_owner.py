@@ -1,0 +1,121 @@
+"""One owner per fact (issue 38 item 4): each test fails when a second owner of a fact comes back."""
+import re
+import subprocess
+
+from lab_testing import ROOT, TESTS
+
+
+def tracked(*patterns):
+    out = subprocess.run(["git", "ls-files", "--", *patterns], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.split()
+    return [ROOT / name for name in out if (ROOT / name).is_file()]
+
+
+def test_a_comment_naming_a_readme_section_names_one_the_readme_has():
+    """Sections move to docs/ (docs/speed.md, docs/real-node.md, ...): a comment that sends the
+    reader to a README section by its quoted name must find it there (a heading or a bold lead-in),
+    else name the page."""
+    readme = (ROOT / "README.md").read_text()
+    places = set(re.findall(r"^#+ (.+)$", readme, re.M)) | set(re.findall(r"\*\*(.+?)\*\*", readme))
+    stale = []
+    for path in tracked("*.py", "*.sh", "*.yml", "*.yaml", "*.j2", "*.go", "Makefile", ".ci/run"):
+        if "_corpus" in str(path):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            for section in re.findall(r'README[:,]? "([^"]+)"', line):
+                if not any(place.rstrip(".").startswith(section) for place in places):
+                    stale.append("%s:%d README %r" % (path.relative_to(ROOT), number, section))
+    assert stale == []
+
+
+def test_the_bare_lab_reads_the_trainee_answers_not_a_copy():
+    """bench/bare-lab.sh hands in the files of tests/trainee/correct (as the grader's corpus test and
+    Molecule's trainee scenario do): no answer file of its own by heredoc."""
+    script = (ROOT / "bench/bare-lab.sh").read_text()
+    assert "answers=tests/trainee/correct" in script
+    handed = re.findall(r"^answer (\S+)$", script, re.M)
+    answers = sorted(str(p.relative_to(TESTS / "trainee/correct"))
+                     for p in (TESTS / "trainee/correct").rglob("*") if p.is_file() and "out" not in p.parts)
+    assert sorted(handed) == answers
+    assert not re.search(r"<<\s*'?(TOML|YAML)", script)
+
+
+def test_nvidias_releases_are_pinned_once_in_their_go_mod():
+    """The device plugin's and the toolkit's versions are their go.mod pins (toolchain/build.sh
+    builds and stamps them from there): roles, playbooks and tests read them - no image tag or
+    version string of their own."""
+    import versions
+    pins = {"nvidia-device-plugin": versions.go_mod_version("nvidia-device-plugin", "github.com/NVIDIA/k8s-device-plugin"),
+            "nvidia-container-toolkit": versions.go_mod_version("nvidia-container-toolkit",
+                                                                "github.com/NVIDIA/nvidia-container-toolkit")}
+    assert all(pins.values()), pins
+    copies = []
+    for path in tracked("roles", "playbooks", "inventory", "molecule", "tests/unit/roles", "tests/cluster", "lab.yml"):
+        if path.suffix not in (".yml", ".yaml", ".j2", ".py", ".sh", ".json"):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            for version in pins.values():
+                if re.search(r"""[:"'=]v?%s\b""" % re.escape(version), line):
+                    copies.append("%s:%d" % (path.relative_to(ROOT), number))
+    assert copies == []
+
+
+def package_imports():
+    """{package: {packages its files import}} over module_utils (any import, at any depth)."""
+    import ast
+    graph = {}
+    for path in sorted((ROOT / "module_utils").glob("*/*.py")):
+        package = path.parent.name
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module + "." + a.name for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["ansible", "module_utils"] and len(parts) > 2 and parts[2] != package \
+                        and (ROOT / "module_utils" / parts[2]).is_dir():
+                    graph.setdefault(package, set()).add(parts[2])
+    return graph
+
+
+def test_no_import_cycle_between_module_utils_packages():
+    graph = package_imports()
+    assert "diagnosis" not in graph.get("node", set())          # node's parsers: the diagnosis reads them
+    cycles = []
+
+    def walk(package, path):
+        for nxt in sorted(graph.get(package, ())):
+            if nxt in path:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            else:
+                walk(nxt, path + [nxt])
+    for package in graph:
+        walk(package, [package])
+    assert cycles == []
+
+
+def test_the_label_selector_parser_is_kubes():
+    """One parser of label selectors (kube/label_selector.py); the diagnosis and the bundle wrap it
+    only to name their own refusal."""
+    owners = [str(p.relative_to(ROOT)) for p in (ROOT / "module_utils").rglob("*.py")
+              if r"(in|notin)\s+" in p.read_text()]
+    assert owners == ["module_utils/kube/label_selector.py"]
+
+
+def test_the_node_file_names_are_listed_once():
+    """node/artefacts.py NODE_FILES: the collector, a bundle's nodes/<node>/ and the diagnosis read it;
+    no other list of them in module_utils or library."""
+    import ast
+
+    from ansible.module_utils.node.artefacts import ARTEFACTS, NODE_FILES
+    assert set(ARTEFACTS) < set(NODE_FILES)
+    lists = []
+    for path in sorted((ROOT / "module_utils").rglob("*.py")) + sorted((ROOT / "library").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+                names = {e.value for e in node.elts if isinstance(e, ast.Constant)} & set(NODE_FILES)
+                if len(names) > 4:
+                    lists.append("%s:%d" % (path.relative_to(ROOT), node.lineno))
+    assert lists == ["module_utils/node/artefacts.py:%d" % next(
+        n for n, line in enumerate((ROOT / "module_utils/node/artefacts.py").read_text().splitlines(), 1)
+        if line.startswith("NODE_FILES = "))]
