@@ -162,3 +162,14 @@ def test_missing_inputs_are_unknown(containerd_oracle, tmp_path):
     assert rc == 2 and "containerd binary" in out, out
     done = subprocess.run([str(CHECK), "sometimes"], capture_output=True, text=True)
     assert done.returncode == 2 and "pending or breaks" in done.stdout
+
+
+def test_a_disabled_cri_plugin_breaks_the_next_start(containerd_oracle, containerd2_oracle, tmp_path):
+    """Beyond the corpus (the model does not read disabled_plugins): a next start without the CRI
+    plugin serves no CRI, whatever its runtimes."""
+    for binary, plugin, version in ((containerd_oracle, "io.containerd.grpc.v1.cri", 2),
+                                    (containerd2_oracle, "io.containerd.cri.v1.runtime", 3)):
+        config = tmp_path / ("config-%d.toml" % version)
+        config.write_text('version = %d\ndisabled_plugins = ["%s"]\n' % (version, plugin))
+        rc, out = run("breaks", config, binary)
+        assert rc == 1 and "the CRI plugin is in disabled_plugins of %s" % config in out, out
