@@ -154,9 +154,9 @@ def table(rows, limit=50):
             c = row["conditions"]
             said = c.get("RuntimeBreaksOnRestart", {}).get("message") if status(row, "RuntimeBreaksOnRestart") == "True" \
                 else c.get("RuntimeRestartPending", {}).get("message")
-            lines.append("| %s | %s | %s | %s |" % (row["name"], status(row, "RuntimeBreaksOnRestart"),
-                                                   status(row, "RuntimeRestartPending"),
-                                                   (said or "").replace("|", "\\|")))
+            cells = (row["name"], status(row, "RuntimeBreaksOnRestart"), status(row, "RuntimeRestartPending"),
+                     (said or "").replace("|", "\\|"))
+            lines.append("| %s | %s | %s | %s |" % cells)
         if len(shown) > limit:
             lines.append("| ... %d more |  |  |  |" % (len(shown) - limit))
     return "\n".join(lines) + "\n"

@@ -239,8 +239,10 @@ BOARD_BODY = r"""
     <td>{{ n.capacity }}</td><td>{{ n.allocatable }}</td><td class="mono">{{ n.taints }}</td><td class="mono">{{ n.facts }}</td>
     <td data-sentinel="{{ n.sentinel | length }}">
     {%- for kind, c in n.sentinel | dictsort %}
-      <div data-condition="{{ kind }}" data-status="{{ c.status }}" class="{{ 'FAIL' if c.status == 'True' else 'PASS' if c.status == 'False' else '' }}"
-           title="{{ c.message }}">{{ kind }}={{ c.status }}{% if c.status == 'True' %}<div class="cell-reason">{{ c.message | truncate(90) }}</div>{% endif %}</div>
+      <div data-condition="{{ kind }}" data-status="{{ c.status }}"
+           class="{{ 'FAIL' if c.status == 'True' else 'PASS' if c.status == 'False' else '' }}" title="{{ c.message }}">
+        {{- kind }}={{ c.status }}
+        {%- if c.status == 'True' %}<div class="cell-reason">{{ c.message | truncate(90) }}</div>{% endif %}</div>
     {%- else %}-{% endfor %}</td>
   </tr>
   {%- endfor %}
