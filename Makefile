@@ -62,7 +62,7 @@ suite: host-test venv binaries
 	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log
 	@echo "make test: lanes cluster, docs, molecule, checks (lint unit collection sanity), $(LANES) at a time;" \
 	  "each prints whole when it ends - follow them live: tail -f $(TEST_LOGS)/<lane>.log"
-	@$(MAKE) --no-print-directory -j$(LANES) lane-cluster lane-docs lane-molecule lane-checks
+	@$(MAKE) --no-print-directory -k -j$(LANES) lane-cluster lane-docs lane-molecule lane-checks
 
 LANE = start=$$(date +%s); echo "make test: lane $(1) started ($(2))"; \
   $(MAKE) --no-print-directory $(2) > $(TEST_LOGS)/$(1).log 2>&1; status=$$?; \
@@ -71,16 +71,16 @@ LANE = start=$$(date +%s); echo "make test: lane $(1) started ($(2))"; \
   } 9>$(TEST_LOGS)/.print-lock; exit $$status
 
 lane-checks:
-	@$(call LANE,checks,lint unit collection sanity)
+	+@$(call LANE,checks,lint unit collection sanity)
 
 lane-molecule:
-	@$(call LANE,molecule,molecule)
+	+@$(call LANE,molecule,molecule)
 
 lane-cluster:
-	@$(call LANE,cluster,cluster-tests-rest)
+	+@$(call LANE,cluster,cluster-tests-rest)
 
 lane-docs:
-	@$(call LANE,docs,cluster-tests-docs)
+	+@$(call LANE,docs,cluster-tests-docs)
 
 # The binaries the lab builds (control plane, the real node's, NVIDIA's), built once before the
 # lanes so Molecule and the cluster tests never build them at the same time; nothing when a lab

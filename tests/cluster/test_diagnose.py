@@ -125,7 +125,17 @@ def test_healthy_path_and_runtime_skipped_without_node_side(module_runner, clust
 
 def test_driver_label_gone_after_kernel_update(module_runner, cluster, world):
     world.kube.patch("/api/v1/nodes/" + world.node, {"metadata": {"labels": {DRIVER: None}}})
-    pod = world.pod("after-reboot")
+    # the scheduler judges by its informer's copy of the node: a Pod created right after the patch
+    # may still be placed by the old label (seen under load). Until the scheduler refuses it, the
+    # Pod is made again - the verdict asserted below is then the scheduler's on the patched node.
+    tries = iter(range(1000))
+
+    def refused():
+        name = "after-reboot-%d" % next(tries)
+        world.pod(name)
+        got = condition(world.kube.get("/api/v1/namespaces/%s/pods/%s" % (world.ns, name)), "PodScheduled")
+        return name if got.get("status") == "False" else None
+    pod = wait("the scheduler to refuse a Pod on %s without the driver label" % world.node, refused, timeout=60)
     out = world.diagnose(module_runner, cluster, pod)
     # issue 21: a label is neither proof of a driver nor of its absence (GFD in file mode drops
     # it for a minute on each restart) - without nvidia-smi the driver layer is unknown, and
