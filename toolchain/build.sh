@@ -190,9 +190,10 @@ case "$component" in
     # as upstream's Makefile (v1.34.0, ./bin/node-problem-detector): CGO off and no `journald`
     # tag (ENABLE_JOURNALD unset: the journald watcher needs cgo and is left out), the version
     # into pkg/version (upstream: git describe; here the pinned tag). Upstream's own BUILD_TAGS
-    # (README "Build tags") leave out what the lab does not run: the Stackdriver exporter (Google
-    # Cloud's clients) and the system stats monitor - a cold build 246 s instead of 434 s
-    # (bench/README.md); the custom plugin monitor, the system log monitor and the k8s exporter stay
+    # (its README.md, section Build tags) leave out what the lab does not run: the Stackdriver
+    # exporter (Google Cloud's clients) and the system stats monitor - a cold build 246 s instead
+    # of 434 s (bench/README.md); the custom plugin monitor, the system log monitor and the k8s
+    # exporter stay
     moddir=node-problem-detector
     version=$(modver node-problem-detector k8s.io/node-problem-detector)
     pkg=k8s.io/node-problem-detector/cmd/nodeproblemdetector
