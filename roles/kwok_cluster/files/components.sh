@@ -9,7 +9,8 @@
 #     The whole health check of a rerun in one process, no Python on the way.
 # components.sh wait-ready TIMEOUT CLUSTER_DIR KUBECTL KUBECONFIG
 #     after kwokctl created or started the cluster: makes the kubeconfig mode 0600, then waits
-#     until the API server answers /readyz with every component running, or a component has
+#     until the API server answers /readyz and kwok-controller its /healthz with every component
+#     running, or a component has
 #     exited (its pid file is kept for the next run's check), or TIMEOUT seconds passed; prints
 #     one JSON line {"ready": .., "dead": [..], "waited": SECONDS}.
 #
@@ -36,6 +37,20 @@ alive() { # pid -> 0 when it runs and is not a zombie
   [ -r "/proc/$1/stat" ] || return 1
   state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
   [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+kwok_serves() { # DIR -> 0 when kwok-controller answers its /healthz (or has no server to ask)
+  # The API server can be ready before kwok-controller has read its configuration: one that then
+  # refuses it exits a moment later (seen under load). Ready means kwok-controller serves too -
+  # its --server-address (kwokctl gives one) answers /healthz only once it runs.
+  local pid addr
+  pid=$( { tr -dc '0-9' < "$1/pids/kwok-controller.pid"; } 2>/dev/null) || return 0
+  [ -n "$pid" ] || return 0
+  addr=$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | sed -n 's/^--server-address=//p' | head -1)
+  [ -n "$addr" ] || return 0
+  python3 -c 'import ssl, sys, urllib.request
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+sys.exit(0 if urllib.request.urlopen("https://%s/healthz" % sys.argv[1], context=ctx, timeout=3).read().strip() == b"ok" else 1)' "$addr" 2>/dev/null
 }
 
 cmd=${1:?usage: components.sh live|clear-stale DIR | wait-gone TIMEOUT PID... | check DIR KUBECTL KUBECONFIG}
@@ -123,7 +138,8 @@ case "$cmd" in
       dead=""
       for name in $(COMPONENTS_READ_ONLY=1 scan clear-stale "$dir"); do dead+="${dead:+,}\"$name\""; done
       [ -n "$dead" ] && break
-      if "$kubectl" --kubeconfig "$kubeconfig" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; then
+      if "$kubectl" --kubeconfig "$kubeconfig" --request-timeout=5s get --raw /readyz >/dev/null 2>&1 &&
+         kwok_serves "$dir"; then
         ready=true
         break
       fi
