@@ -56,6 +56,9 @@ test: host-test lab-snapshot
 # control planes and kubelets; bench/README.md ("make test, by stage") has the before and after.
 # `make suite LANES=1` runs the lanes one after another.
 TEST_LOGS := .cache/test-logs
+# each pytest run a temp folder of its own: pytest keeps the last three of /tmp/pytest-of-<user>/ and
+# removes older ones as a session starts - a lane's session would delete a running lane's folders
+PYTEST_TMP ?= $(or $(TMPDIR),/tmp)/gpu-incident-lab-pytest-$(shell id -u)
 LANES ?= 2
 LAB_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpu-incident-lab/bin
 suite: host-test venv binaries
@@ -112,18 +115,18 @@ lint: host-test venv
 unit: host-test venv oracle oracle2 oracle24
 	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(CURDIR)/$(ORACLE2) \
 	  CONTAINERD24_ORACLE=$(CURDIR)/$(ORACLE24) \
-	  $(BIN)/pytest -q tests/unit
+	  $(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-unit tests/unit
 
 # needs the control-plane binaries the lab builds (molecule's converge builds them)
 cluster-tests: host-test venv
-	$(BIN)/pytest -q tests/cluster
+	$(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-cluster tests/cluster
 
 # the two halves make test runs side by side
 cluster-tests-docs: host-test venv
-	$(BIN)/pytest -q tests/cluster/test_docs.py
+	$(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-docs tests/cluster/test_docs.py
 
 cluster-tests-rest: host-test venv
-	$(BIN)/pytest -q tests/cluster --ignore=tests/cluster/test_docs.py
+	$(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-cluster tests/cluster --ignore=tests/cluster/test_docs.py
 
 molecule: host-test venv
 	source $(BIN)/activate && molecule test --all
