@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from ansible.module_utils.sharing import cards
+from gpu_stack_testing import go_nvml_dir  # noqa: F401  (go-nvml's nvml.h: one owner)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MOCK_SRC = ROOT / "nvml_mock"
@@ -22,17 +23,6 @@ SUCCESS, NOT_SUPPORTED, NOT_FOUND, RESET_REQUIRED, IN_USE, INSUFFICIENT_RESOURCE
 A100 = cards.CARDS["A100-SXM4-40GB"]["profiles"]
 sys.path.insert(0, str(MOCK_SRC))
 MIG_UUID = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def go_nvml_dir():
-    if not shutil.which("go"):
-        pytest.skip("no go on PATH: go-nvml's nvml.h comes from Go's module cache")
-    mod = (ROOT / "toolchain/nvidia-device-plugin/go.mod").read_text()
-    version = re.search(r"^\s*github\.com/NVIDIA/go-nvml (\S+)", mod, re.M).group(1)
-    done = subprocess.run(["go", "mod", "download", "-json", "github.com/NVIDIA/go-nvml@" + version],
-                          cwd=str(ROOT / "toolchain/nvidia-device-plugin"), stdout=subprocess.PIPE,
-                          universal_newlines=True, check=True)
-    return pathlib.Path(json.loads(done.stdout)["Dir"]) / "pkg/nvml"
 
 
 _BUILT = {}     # one build for every module of the session
