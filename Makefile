@@ -87,12 +87,12 @@ lane-docs:
 
 # The binaries the lab builds (control plane, the real node's, NVIDIA's), built once before the
 # lanes so Molecule and the cluster tests never build them at the same time; nothing when a lab
-# built them already (toolchain/build.sh, the one build script). nvidia-mig-parted is the tests'
-# only (tests/unit/nvml_mock; about 15 s), never the lab's.
+# built them already (toolchain/build.sh, the one build script; gpu-stack includes
+# nvidia-mig-parted, gpu-feature-discovery and nfd-master - MIG on lab-node-1).
 binaries:
 	@missing=$$(toolchain/build.sh status $(LAB_BIN) | awk '$$3 != "ok" {print $$1}'; \
 	  toolchain/build.sh status $(LAB_BIN) gpu-stack | awk '$$3 != "ok" {print $$1}'; \
-	  toolchain/build.sh status $(LAB_BIN) node-problem-detector nvidia-mig-parted | awk '$$3 != "ok" {print $$1}'); \
+	  toolchain/build.sh status $(LAB_BIN) node-problem-detector | awk '$$3 != "ok" {print $$1}'); \
 	  for c in $$missing; do echo "make test: building $$c (toolchain/build.sh)"; toolchain/build.sh $$c $(LAB_BIN) || exit 1; done
 
 lab-snapshot:

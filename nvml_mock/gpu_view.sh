@@ -21,12 +21,21 @@
 #
 #   gpu_view.sh WORKDIR     (the mock's nvidia-smi on PATH, its library and configuration found
 #                            as the reader finds them: LD_LIBRARY_PATH, NVML_MOCK_CONFIG)
+#   gpu_view.sh --files WORKDIR
+#                           only the files, under WORKDIR/pci, WORKDIR/driver, WORKDIR/modules,
+#                           mounted nowhere (the real node keeps them for its Pods: a container
+#                           gets a procfs and sysfs of its own, docs/gpu-stack.md); a rerun
+#                           rewrites them for the GPUs the mock reports now
 # The PCI folder replaces the host's in this view: NVIDIA's tools see the mock's GPUs only.
 set -euo pipefail
-work=${1:?usage: gpu_view.sh WORKDIR}
+files_only=false
+if [ "${1:-}" = --files ]; then files_only=true; shift; fi
+work=${1:?usage: gpu_view.sh [--files] WORKDIR}
 mkdir -p "$work/pci" "$work/proc"
 lines=$(nvidia-smi --query-gpu=pci.bus_id,pci.device_id --format=csv,noheader) \
   || { echo "gpu_view.sh: the mock's nvidia-smi failed: $lines" >&2; exit 1; }
+# a GPU the mock no longer reports (a smaller count) goes from the folder
+find "$work/pci" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 while IFS=', ' read -r bus id; do
   dir=$work/pci/$(echo "${bus#0000}" | tr 'A-F' 'a-f')  # 00000000:07:00.0 -> 0000:07:00.0
   mkdir -p "$dir"
@@ -37,7 +46,6 @@ while IFS=', ' read -r bus id; do
   echo "0x0000000000000000 0x0000000000000000 0x0000000000000000" > "$dir/resource"
   head -c 256 /dev/zero > "$dir/config"
 done <<< "$lines"
-mount --bind "$work/pci" /sys/bus/pci/devices
 mkdir -p "$work/driver/nvidia-caps"
 {
   echo "config 1"
@@ -49,10 +57,13 @@ mkdir -p "$work/driver/nvidia-caps"
       for ((ci = 0; ci < 8; ci++)); do echo "gpu$g/gi$gi/ci$ci/access $((base + 1 + ci))"; done
     done
   done
-} > "$work/driver/nvidia-caps/mig-minors"
+} > "$work/driver/nvidia-caps/mig-minors.tmp"
+mv -f "$work/driver/nvidia-caps/mig-minors.tmp" "$work/driver/nvidia-caps/mig-minors"
 module="nvidia 56823808 0 - Live 0x0000000000000000 (POE)"
+{ grep -v '^nvidia ' /proc/modules 2>/dev/null || true; echo "$module"; } > "$work/modules"
+if $files_only; then exit 0; fi
+mount --bind "$work/pci" /sys/bus/pci/devices
 if [ -e /proc/modules ]; then
-  { grep -v '^nvidia ' /proc/modules || true; echo "$module"; } > "$work/modules"
   mount --bind "$work/modules" /proc/modules
   [ ! -d /proc/driver ] || mount --bind "$work/driver" /proc/driver
 else

@@ -10,6 +10,7 @@
  *   nvidia-smi                 the default table (name, bus, memory lines as driver 550 prints)
  *   nvidia-smi -L              GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-xxxxxxxx-...)
  *   nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv[,noheader][,nounits]
+ *              (also memory.used/free, pci.bus_id, pci.device_id, serial, compute_cap, mig.mode.current/pending)
  *   MIG (smi_mig.c): -L lists MIG devices; -mig 0|1; -r; mig -lgi, -lgip, -lgipp; -i IDS
  *
  * Failing as the real one does (texts and exit codes as NVIDIA's nvidia-smi prints them in
@@ -132,7 +133,8 @@ static int list_gpus(unsigned int count, const char *ids)
 static int query(unsigned int count, const char *fields, const char *format)
 {
     static const char *known[] = { "index", "name", "uuid", "driver_version", "memory.total", "memory.used",
-                                   "memory.free", "pci.bus_id", "pci.device_id", "serial", "compute_cap", NULL };
+                                   "memory.free", "pci.bus_id", "pci.device_id", "serial", "compute_cap",
+                                   "mig.mode.current", "mig.mode.pending", NULL };
     char list[1024], *names[16], *tok, *save = NULL, driver[32];
     int n = 0, k, noheader = strstr(format, "noheader") != NULL, nounits = strstr(format, "nounits") != NULL;
     unsigned int i;
@@ -185,6 +187,11 @@ static int query(unsigned int count, const char *fields, const char *format)
             else if (!strcmp(f, "pci.device_id")) printf("0x%08X", pci.pciDeviceId);
             else if (!strcmp(f, "serial")) printf("%s", serial);
             else if (!strcmp(f, "compute_cap")) printf("%d.%d", major, minor);
+            else if (!strncmp(f, "mig.mode.", 9)) { /* "Enabled" | "Disabled" | "[N/A]", as nvidia-smi */
+                unsigned int current, pending;
+                if (nvmlDeviceGetMigMode(d, &current, &pending) != NVML_SUCCESS) printf("[N/A]");
+                else printf("%s", (!strcmp(f, "mig.mode.current") ? current : pending) ? "Enabled" : "Disabled");
+            }
             printf("%s", k + 1 < n ? ", " : "\n");
         }
     }

@@ -10,13 +10,13 @@
 #
 # COMPONENT: kube-apiserver kube-controller-manager kube-scheduler kubectl
 #            etcd kwok kwokctl kubelet crictl   (the last two: the real node)
-#            nvidia-device-plugin config-manager (toolchain/nvidia-device-plugin)
+#            nvidia-device-plugin config-manager gpu-feature-discovery (toolchain/nvidia-device-plugin)
 #            nvidia-container-runtime nvidia-ctk (toolchain/nvidia-container-toolkit)
 #            - NVIDIA's GPU stack, built with cgo (go-nvml dlopens libnvidia-ml.so.1)
 #            node-problem-detector (toolchain/node-problem-detector) - the sentinel on
 #            lab-node-1 (issue 39); status checks it when named
-#            nvidia-mig-parted (toolchain/mig-parted) - on demand only: in no default list,
-#            `status OUTDIR nvidia-mig-parted` checks it
+#            nvidia-mig-parted (toolchain/mig-parted), nfd-master (toolchain/node-feature-discovery)
+#            - MIG on lab-node-1 (issue 40): part of gpu-stack
 # The version comes from the module's go.mod (the single pin) and is stamped
 # into the binary the way upstream's release build does, so `--version` tells
 # the truth. The binary is written next to its final name and renamed into
@@ -28,15 +28,14 @@ set -euo pipefail
 # (Ansible's script action runs a copy in a temporary folder).
 here=${TOOLCHAIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl kubelet crictl"
-gpu_components="nvidia-device-plugin config-manager nvidia-container-runtime nvidia-ctk"
+gpu_components="nvidia-device-plugin config-manager gpu-feature-discovery nvidia-container-runtime nvidia-ctk nvidia-mig-parted nfd-master"
 sentinel_components="node-problem-detector"
-on_demand="nvidia-mig-parted"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
 if [ "$component" = status ] && [ $# -gt 2 ]; then # status of the components named
   checked=""
   for c in "${@:3}"; do
-    case " $components $gpu_components $sentinel_components $on_demand gpu-stack " in
+    case " $components $gpu_components $sentinel_components gpu-stack " in
       *" $c "*) ;;
       *) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
     esac
@@ -56,7 +55,8 @@ pinned() { # component -> the version its --version must print
     crictl) modver cri-tools sigs.k8s.io/cri-tools ;;
     etcd) v=$(modver etcd go.etcd.io/etcd/server/v3); echo "${v#v}" ;;
     kwok|kwokctl) modver kwok sigs.k8s.io/kwok ;;
-    nvidia-device-plugin|config-manager) modver nvidia-device-plugin github.com/NVIDIA/k8s-device-plugin ;;
+    nvidia-device-plugin|config-manager|gpu-feature-discovery) modver nvidia-device-plugin github.com/NVIDIA/k8s-device-plugin ;;
+    nfd-master) modver node-feature-discovery sigs.k8s.io/node-feature-discovery ;;
     nvidia-container-runtime|nvidia-ctk) modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit ;;
     nvidia-mig-parted) modver mig-parted github.com/NVIDIA/mig-parted ;;
     node-problem-detector) modver node-problem-detector k8s.io/node-problem-detector ;;
@@ -99,7 +99,7 @@ if [ "$component" = status ]; then
   # remembered: the components checked now that are ok, and the others as they were remembered,
   # in one fixed order (a status of the control plane alone writes what it always wrote)
   fresh=""
-  for c in $components $gpu_components $sentinel_components $on_demand; do
+  for c in $components $gpu_components $sentinel_components; do
     if [ -n "${state_of[$c]:-}" ]; then
       [ -n "${stamp_of[$c]:-}" ] && fresh+="$c ${stamp_of[$c]}"$'\n'
     elif [ -n "${seen[$c]:-}" ]; then
@@ -150,7 +150,7 @@ case "$component" in
     ldflags="-X sigs.k8s.io/kwok/pkg/consts.Version=${version#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube#v}"
     tags=""
     ;;
-  nvidia-device-plugin|config-manager)
+  nvidia-device-plugin|config-manager|gpu-feature-discovery)
     # as upstream's Makefile (v0.19.3, cmd-%): -s -w, these extldflags (go-nvml's NVML symbols
     # stay unresolved until it dlopens libnvidia-ml.so.1), the version into internal/info;
     # gitCommit stays empty (a module zip has no git history)
@@ -186,6 +186,15 @@ case "$component" in
     cgo=1
     zip_only="github.com/NVIDIA/mig-parted@$version"
     ;;
+  nfd-master)
+    # as upstream's Makefile (v0.18.3, build): CGO off, the version into pkg/version
+    # (upstream: git describe; here the pinned tag)
+    moddir=node-feature-discovery
+    version=$(modver node-feature-discovery sigs.k8s.io/node-feature-discovery)
+    pkg=sigs.k8s.io/node-feature-discovery/cmd/nfd-master
+    ldflags="-X sigs.k8s.io/node-feature-discovery/pkg/version.version=$version"
+    tags=""
+    ;;
   node-problem-detector)
     # as upstream's Makefile (v1.34.0, ./bin/node-problem-detector): CGO off and no `journald`
     # tag (ENABLE_JOURNALD unset: the journald watcher needs cgo and is left out), the version
@@ -202,7 +211,7 @@ case "$component" in
     ;;
   *)
     echo "build.sh: unknown component '$component'" >&2
-    echo "known: $components $gpu_components $sentinel_components $on_demand" >&2
+    echo "known: $components $gpu_components $sentinel_components" >&2
     exit 2
     ;;
 esac

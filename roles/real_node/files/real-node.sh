@@ -506,6 +506,12 @@ gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI
   spec=$(NVML_MOCK_CONFIG="$S/gpu/mock/nvml-mock.conf" python3 "$S/nodebin/gpu_cdi_spec.py" --driver-root "$GPU_DRIVER_ROOT" \
            --uvm-major "$GPU_UVM_MAJOR" 2> "$S/gpu/cdi.err") || die "writing the CDI spec failed: $(tail -2 "$S/gpu/cdi.err")"
   spec=${spec//\"$GPU_DRIVER_ROOT\//\"\/}
+  # the files NVIDIA's tools read beside NVML - PCI sysfs, /proc/driver/nvidia-caps/mig-minors,
+  # /proc/modules (nvml_mock/gpu_view.sh --files) - for the GPUs the mock reports now, in the
+  # node's /run/nvml-mock/view: the plugin's and GFD's Pods mount them, mig-parted's runs put them
+  # in place (playbooks/mig.yml). A mock that reports no GPU now (a drill's fault) keeps the last.
+  NVML_MOCK_CONFIG="$S/gpu/mock/nvml-mock.conf" LD_LIBRARY_PATH="${lib%/*}" PATH="$GPU_DRIVER_ROOT/usr/bin:$PATH" \
+    bash "$GPU_MOCK_SRC/gpu_view.sh" --files "$S/gpu/mock/view" > "$S/gpu/view.log" 2>&1 || true
   if [ "$(cat "$S/gpu/nvidia.json" 2>/dev/null)" != "$spec" ]; then
     printf '%s\n' "$spec" > "$S/gpu/nvidia.json.tmp" && mv -f "$S/gpu/nvidia.json.tmp" "$S/gpu/nvidia.json"
   fi

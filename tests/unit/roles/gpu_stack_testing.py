@@ -22,14 +22,20 @@ LIBDIR = "usr/lib/x86_64-linux-gnu"
 UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 DEFAULT_COMPONENTS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd",
                       "kwok", "kwokctl", "kubelet", "crictl"]
-GPU_COMPONENTS = ["nvidia-device-plugin", "config-manager", "nvidia-container-runtime", "nvidia-ctk"]
+# toolchain/build.sh's gpu-stack, in its order: NVIDIA's (cgo) and nfd-master (CGO off)
+GPU_COMPONENTS = ["nvidia-device-plugin", "config-manager", "gpu-feature-discovery", "nvidia-container-runtime",
+                  "nvidia-ctk", "nvidia-mig-parted", "nfd-master"]
 # NVIDIA's releases built here: their one pin is the go.mod of their toolchain folder
 PLUGIN = ("github.com/NVIDIA/k8s-device-plugin",
           "v" + versions.go_mod_version("nvidia-device-plugin", "github.com/NVIDIA/k8s-device-plugin"))
 TOOLKIT = ("github.com/NVIDIA/nvidia-container-toolkit",
            "v" + versions.go_mod_version("nvidia-container-toolkit", "github.com/NVIDIA/nvidia-container-toolkit"))
-MODULES = {"nvidia-device-plugin": PLUGIN, "config-manager": PLUGIN,
-           "nvidia-container-runtime": TOOLKIT, "nvidia-ctk": TOOLKIT}
+MIG_PARTED = ("github.com/NVIDIA/mig-parted", "v" + versions.go_mod_version("mig-parted", "github.com/NVIDIA/mig-parted"))
+NFD = ("sigs.k8s.io/node-feature-discovery",
+       "v" + versions.go_mod_version("node-feature-discovery", "sigs.k8s.io/node-feature-discovery"))
+MODULES = {"nvidia-device-plugin": PLUGIN, "config-manager": PLUGIN, "gpu-feature-discovery": PLUGIN,
+           "nvidia-container-runtime": TOOLKIT, "nvidia-ctk": TOOLKIT, "nvidia-mig-parted": MIG_PARTED,
+           "nfd-master": NFD}
 
 sys.path.insert(0, str(MOCK_SRC))
 sys.path.insert(0, str(FILES))
