@@ -262,6 +262,84 @@ def test_gpu_faults_are_read_live_in_the_components_own_words(lab):
     assert counts["changed"] == 0, out.stdout[-3000:]
 
 
+MIG_POD = """apiVersion: v1
+kind: Pod
+metadata: {name: mig-holder, namespace: gpu-lab}
+spec:
+  nodeName: lab-node-1
+  containers:
+    - name: holder
+      image: gpu-incident-lab.local/busybox:1.35
+      command: ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
+      resources:
+        limits:
+          nvidia.com/mig-1g.5gb: 1
+"""
+
+
+def mig(lab, config, *args, check=True):
+    return play("playbooks/mig.yml", "-e", "mig_config=%s" % config, *args, *lab.extra, check=check)
+
+
+def test_mig_for_real_through_nvidia_s_mig_parted_plugin_and_gfd(lab):
+    """Issue 40: NVIDIA's nvidia-mig-parted lays the mock's 4 x A100-SXM4-40GB out by the GPU
+    Operator's config names and k8s-mig-manager's labels; NVIDIA's device plugin (mixed) advertises
+    what it made through the kubelet, GFD's labels arrive through nfd-master; a rerun changes
+    nothing, --check changes nothing, a held MIG device makes a change fail naming the Pod, and
+    all-disabled gives step 7's 20 back."""
+    out, _ = mig(lab, "all-1g.5gb")
+    node = lab.node()
+    labels = node["metadata"]["labels"]
+    assert node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "28"
+    assert (labels["nvidia.com/mig.config"], labels["nvidia.com/mig.config.state"]) == ("all-1g.5gb", "success")
+    assert labels["nvidia.com/gpu.deploy.device-plugin"] == labels["nvidia.com/gpu.deploy.gpu-feature-discovery"] == "true"
+    # GPU feature discovery's own labels, written by nfd-master (it lists what it owns)
+    assert labels["nvidia.com/mig.strategy"] == "mixed" and labels["nvidia.com/mig-1g.5gb.count"] == "28"
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
+    assert "nvidia.com/mig-1g.5gb.count" in node["metadata"]["annotations"]["nfd.node.kubernetes.io/feature-labels"]
+    assert sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout.count("MIG 1g.5gb") == 28
+    log = lab.kubectl("-n", "gpu-operator", "logs", "ds/nvidia-device-plugin-daemonset", "-c", "nvidia-device-plugin").stdout
+    assert "Registered device plugin for 'nvidia.com/mig-1g.5gb' with Kubelet" in log
+    out, counts = mig(lab, "all-1g.5gb")
+    assert counts["changed"] == 0, out.stdout[-3000:]
+    out, counts = mig(lab, "all-balanced", "--check")
+    assert lab.node()["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.5gb"
+    assert sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout.count("MIG 1g.5gb") == 28
+    out, counts = mig(lab, "all-9g.99gb", check=False)
+    assert counts["failed"] == 1 and "is not a layout of" in flat(out.stdout) and "all-balanced" in flat(out.stdout)
+    mig(lab, "all-balanced")
+    allocatable = lab.node()["status"]["allocatable"]
+    assert {k: allocatable[k] for k in ("nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb")} == {
+        "nvidia.com/mig-1g.5gb": "8", "nvidia.com/mig-2g.10gb": "4", "nvidia.com/mig-3g.20gb": "4"}
+    # a Pod holding a MIG device: the driver refuses to destroy an instance in use. The mock's rule
+    # (nvml_mock/README.md, Holders): the device is held while <mig_state>.held/<UUID> exists - the
+    # container runtime does not write it yet, so this test does, for the device the kubelet gave the Pod
+    sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-", input=MIG_POD)
+    pod = lab.wait("the MIG Pod to run", lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
+        json.loads(lab.kubectl("-n", "gpu-lab", "get", "pod", "mig-holder", "-o", "json").stdout)), 120)
+    [device] = allocated(lab, pod["metadata"]["uid"])
+    assert device.startswith("MIG-")
+    held = lab.node_dir / "gpu/mock/nvml-mock-mig.state.held"
+    held.mkdir(exist_ok=True)
+    (held / device).write_text("gpu-lab/mig-holder\n")
+    try:
+        out, counts = mig(lab, "all-1g.5gb", check=False)
+        text = flat(out.stdout)
+        assert counts["failed"] == 1 and "gpu-lab/mig-holder (nvidia.com/mig-1g.5gb: 1)" in text and "drain" in text, text[-3000:]
+        labels = lab.node()["metadata"]["labels"]
+        assert (labels["nvidia.com/mig.config"], labels["nvidia.com/mig.config.state"]) == ("all-1g.5gb", "failed")
+        assert labels["nvidia.com/gpu.deploy.device-plugin"] == "true"
+        assert device in sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout     # the held instance stays
+    finally:
+        (held / device).unlink()
+        lab.kubectl("-n", "gpu-lab", "delete", "pod", "mig-holder", "--wait=true", timeout=120)
+    out, counts = mig(lab, "all-disabled")
+    node = lab.node()
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "20"      # step 7's time-slicing again
+    assert not [k for k in node["metadata"]["labels"] if k.startswith("nvidia.com/mig-") and k.endswith(".count")]
+    assert node["metadata"]["labels"]["nvidia.com/mig.config.state"] == "success"
+
+
 def drill(lab, name, *args, check=True):
     """drill.yml -e drill=NAME: its output, recap counts and the drill it recorded."""
     out, counts = play("playbooks/drill.yml", "-e", "drill=" + name, *args, *lab.extra, check=check)
