@@ -81,6 +81,8 @@ def package_imports():
 def test_no_import_cycle_between_module_utils_packages():
     graph = package_imports()
     assert "diagnosis" not in graph.get("node", set())          # node's parsers: the diagnosis reads them
+    assert "bundle" not in graph.get("node", set())             # ... and a bundle holds the node's files
+    assert "diagnosis" not in graph.get("bundle", set())        # a bundle's layout: the diagnosis reads it
     cycles = []
 
     def walk(package, path):
@@ -119,3 +121,48 @@ def test_the_node_file_names_are_listed_once():
     assert lists == ["module_utils/node/artefacts.py:%d" % next(
         n for n, line in enumerate((ROOT / "module_utils/node/artefacts.py").read_text().splitlines(), 1)
         if line.startswith("NODE_FILES = "))]
+
+
+def code_strings(path):
+    """(line, text) of every string constant of a Python file that is not a docstring or a module's
+    DOCUMENTATION / EXAMPLES / RETURN (words for readers, which may show a layout)."""
+    import ast
+    tree = ast.parse(path.read_text())
+    docs = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            docs.add(id(body[0].value))
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in ("DOCUMENTATION", "EXAMPLES", "RETURN")
+                                                for t in node.targets):
+            docs.add(id(node.value))
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+
+
+def test_the_bundle_layout_is_named_once():
+    """bundle/layout.py names a support bundle's folders, files and index: contents.py and the two
+    halves write a bundle with those names, diagnosis/bundle_source.py reads one back with them -
+    no name of the layout (bundle.json, cluster/<kind>.json, logs/..., nodes/<node>/...) written
+    anywhere else in module_utils or library."""
+    from ansible.module_utils.bundle import contents, layout
+    assert [rel for rel, *_rest in contents.CLUSTER_FILES] == list(layout.KIND_FILES.values())
+    assert layout.log_file("ns", "pod").startswith(layout.LOGS + "/")
+    assert layout.node_file("n", "x").startswith(layout.NODES + "/")
+    files = [layout.INDEX] + [rel.rsplit("/", 1)[1] for rel in layout.KIND_FILES.values()]
+    folders = re.compile(r"(^|[^\w./-])(%s)/" % "|".join(map(re.escape, (layout.CLUSTER, layout.NODES, layout.LOGS))))
+    copies = []
+    for path in sorted((ROOT / "module_utils").rglob("*.py")) + sorted((ROOT / "library").glob("*.py")):
+        if path == ROOT / "module_utils/bundle/layout.py":
+            continue
+        for line, text in code_strings(path):
+            if folders.search(text) or any(name in text for name in files):
+                copies.append("%s:%d %r" % (path.relative_to(ROOT), line, text[:60]))
+        # a folder of the layout joined on its own: os.path.join(root, "cluster")
+        source = path.read_text()
+        for folder in (layout.CLUSTER, layout.NODES, layout.LOGS):
+            for match in re.finditer(r"os\.path\.join\([^)]*[\"']%s[\"']" % folder, source):
+                copies.append("%s:%d os.path.join(..., %r)" % (path.relative_to(ROOT),
+                                                             source.count("\n", 0, match.start()) + 1, folder))
+    assert copies == []
