@@ -166,3 +166,34 @@ def test_the_bundle_layout_is_named_once():
                 copies.append("%s:%d os.path.join(..., %r)" % (path.relative_to(ROOT),
                                                              source.count("\n", 0, match.start()) + 1, folder))
     assert copies == []
+
+
+def test_module_utils_hold_only_what_the_modules_run():
+    """module_utils is module code: every file in it is imported, at some depth, by a module of
+    library/ (and so ships with it). What no module runs lives with what runs it - the live board's
+    HTTP server and its start and stop are the lab_board role's files (roles/lab_board/files/), not
+    a second home of the board in module_utils."""
+    import ast
+
+    def imported(path):
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] + [node.module + "." + a.name for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["ansible", "module_utils"] and len(parts) > 2:
+                    out |= {p for p in (ROOT / "module_utils" / ("/".join(parts[2:4]) + ".py"),
+                                        ROOT / "module_utils" / (parts[2] + ".py")) if p.is_file()}
+        return out
+
+    reached, todo = set(), sorted((ROOT / "library").glob("*.py"))
+    while todo:
+        for path in imported(todo.pop()) - reached:
+            reached.add(path)
+            todo.append(path)
+    files = {p for p in (ROOT / "module_utils").rglob("*.py") if p.name != "__init__.py"}
+    assert sorted(str(p.relative_to(ROOT)) for p in files - reached) == []
+    board = ROOT / "roles/lab_board/files"
+    assert {"lab_board.py", "board_control.py", "board_server.py"} <= {p.name for p in board.glob("*.py")}
