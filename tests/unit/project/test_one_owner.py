@@ -197,3 +197,35 @@ def test_module_utils_hold_only_what_the_modules_run():
     assert sorted(str(p.relative_to(ROOT)) for p in files - reached) == []
     board = ROOT / "roles/lab_board/files"
     assert {"lab_board.py", "board_control.py", "board_server.py"} <= {p.name for p in board.glob("*.py")}
+
+
+def test_the_drills_plugin_image_is_written_once():
+    """The drills' device-plugin DaemonSet runs gpu_drills_plugin_image (roles/gpu_drills/defaults,
+    its one definition); the real node imports a stand-in of that name (real_node_stand_in_images)
+    by reading it there - no second copy of the tag in the roles, playbooks, inventory, Molecule,
+    bench or tools (tests build objects of their own with whatever image they like)."""
+    import yaml
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.template import Templar, trust_as_template
+
+    image = yaml.safe_load((ROOT / "roles/gpu_drills/defaults/main.yml").read_text())["gpu_drills_plugin_image"]
+    copies = []
+    for path in tracked("roles", "playbooks", "inventory", "molecule", "lab.yml", "bench", "tools"):
+        if path.suffix not in (".yml", ".yaml", ".j2", ".py", ".sh", ".json", ".md"):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if image in line:
+                copies.append("%s:%d" % (path.relative_to(ROOT), number))
+    assert copies == ["roles/gpu_drills/defaults/main.yml:%d" % next(
+        n for n, line in enumerate((ROOT / "roles/gpu_drills/defaults/main.yml").read_text().splitlines(), 1)
+        if line.startswith("gpu_drills_plugin_image:"))]
+
+    # the real node's list names it: read from the drills' defaults, or the play's value
+    init_plugin_loader()
+    stand_ins = yaml.safe_load((ROOT / "roles/real_node/defaults/main.yml").read_text())["real_node_stand_in_images"]
+    for play, expected in (({}, image), ({"gpu_drills_plugin_image": "registry.example/plugin:test"},
+                                         "registry.example/plugin:test")):
+        templar = Templar(loader=DataLoader(), variables=dict(play, role_path=str(ROOT / "roles/real_node")))
+        names = [templar.template(trust_as_template(name)) for name in stand_ins]
+        assert expected in names and image not in stand_ins
