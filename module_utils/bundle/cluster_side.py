@@ -6,8 +6,8 @@ last-applied copies, managedFields), and the collection through the API (collect
 
 import json
 
-from ansible.module_utils.bundle.contents import (
-    CLUSTER_FILES, KIND_FILES, LAST_APPLIED, REDACTED, BundleError)
+from ansible.module_utils.bundle.contents import CLUSTER_FILES, LAST_APPLIED, REDACTED, BundleError
+from ansible.module_utils.bundle.layout import KIND_FILES, LOGS, log_file
 from ansible.module_utils.kube.label_selector import SelectorError, label_selector
 
 
@@ -207,7 +207,7 @@ def collect_cluster(kube, options, files, index, red):
             files[rel] = dumps(as_list(listed[kind], api_version, kind))
 
     if not options["logs"]:
-        index["logs"] = {"status": "skipped", "reason": "logs: false"}
+        index[LOGS] = {"status": "skipped", "reason": "logs: false"}
         return
     # most telling first, as max_logs may cut the list: the Pods asked for, the GPU stack on
     # their nodes and on the nodes whose side is collected, the GPU stack not ready, GPU Pods
@@ -245,7 +245,7 @@ def collect_cluster(kube, options, files, index, red):
             ranked.append((3,) + key + ("requests a GPU, phase %s" % phase,))
     wanted = [r[1:] for r in sorted(ranked, key=lambda r: r[0])]
     for count, (ns, name, why) in enumerate(wanted):
-        rel = "logs/%s/%s.log" % (ns, name)
+        rel = log_file(ns, name)
         pod = by_key.get((ns, name))
         if pod is None:
             index[rel] = {"status": "missing", "why": why, "reason": "no Pod %s/%s in the cluster" % (ns, name)}

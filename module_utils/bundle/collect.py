@@ -10,8 +10,8 @@ import re
 
 from ansible.module_utils.bundle import archive as bundle_archive
 from ansible.module_utils.bundle.cluster_side import Redactions, collect_cluster, dumps, parse_selector
-from ansible.module_utils.bundle.contents import (
-    FORMAT, FORMAT_VERSION, INDEX, BundleError, existing, now, redactor, write)
+from ansible.module_utils.bundle.contents import BundleError, existing, now, redactor, write
+from ansible.module_utils.bundle.layout import FORMAT, FORMAT_VERSION, INDEX, INDEX_FILES, node_file, node_folder
 from ansible.module_utils.lab.refusals import LabError
 
 
@@ -42,20 +42,20 @@ def add_nodes(nodes, files, index, red=None):
     node's own redaction hid into red."""
     for node, result in sorted(nodes.items()):
         if "msg" in result and "files" not in result:
-            index["nodes/%s/" % node] = {"status": "failed", "reason": "the node side failed: %s" % result["msg"]}
+            index[node_folder(node)] = {"status": "failed", "reason": "the node side failed: %s" % result["msg"]}
             continue
         report = result.get("redactions") or {}
         if red is not None and isinstance(report, dict):
             for name, counts in (report.get("files") or {}).items():
-                red.add("nodes/%s/%s" % (node, name), counts if isinstance(counts, dict) else {})
+                red.add(node_file(node, name), counts if isinstance(counts, dict) else {})
             red.add(INDEX, report.get("index") if isinstance(report.get("index"), dict) else {})
         for name, entry in (result.get("index") or {}).items():
-            index["nodes/%s/%s" % (node, name)] = entry
+            index[node_file(node, name)] = entry
         for name, data in (result.get("files") or {}).items():
             if "/" in name or name.startswith("."):
                 raise BundleError("nodes[%s].files: %r is not a file name" % (node, name))
             try:
-                files["nodes/%s/%s" % (node, name)] = base64.b64decode(data, validate=True)
+                files[node_file(node, name)] = base64.b64decode(data, validate=True)
             except (binascii.Error, TypeError, ValueError):
                 raise BundleError("nodes[%s].files[%s] is not base64 (give what gpu_bundle_node returned)"
                                   % (node, name))
@@ -72,9 +72,9 @@ def collect_bundle(p, check_mode):
     if archive:
         bundle_archive.check_target(archive, replace=p["force"] or earlier is not None)
     if earlier is not None and not p["force"]:
-        files = sorted(earlier.get("files") or {})
+        files = sorted(earlier.get(INDEX_FILES) or {})
         return dict(changed=False, kept=True, dest=dest, missing=[], archive=None,
-                    files=[f for f in files if earlier["files"][f].get("status") == "collected"],
+                    files=[f for f in files if earlier[INDEX_FILES][f].get("status") == "collected"],
                     msg="%s already holds a support bundle (collected %s): kept as it is%s; give "
                     "another dest, or force (-e force=true) to replace it"
                     % (dest, earlier.get("collected_at", "at an unknown time"),
@@ -92,10 +92,10 @@ def collect_bundle(p, check_mode):
     doc = {"format": FORMAT, "version": FORMAT_VERSION, "collected_at": now(),
            "collector": "gpu_bundle_collect (gpu-incident-lab)", "server": kube.conf["server"],
            "context": p["context"], "nodes": sorted(p["nodes"]),
-           "files": dict(sorted(index.items()))}
+           INDEX_FILES: dict(sorted(index.items()))}
     doc = redact_bundle(engine, files, doc, red)
     files[INDEX] = dumps(doc)
-    index = doc["files"]
+    index = doc[INDEX_FILES]
     missing = [dict(file=rel, status=e.get("status"), reason=e.get("reason", ""))
                for rel, e in sorted(index.items()) if e.get("status") != "collected"]
     names = sorted(files)

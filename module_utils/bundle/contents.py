@@ -4,27 +4,8 @@
 the redaction engine set up with the user's rules - Ansible-free. cluster_side.py collects the
 cluster's half, node_side.py a node's, collect.py is gpu_bundle_collect's one call.
 
-The layout (issue 21; tests outside this repository build bundles in it, and gpu_diagnose
-reads it with ``bundle: DIR``)::
-
-    bundle.json                                the index: what was collected, what is missing and why
-    cluster/nodes.json                         kubectl get nodes -o json
-    cluster/pods.json                          kubectl get pods -A -o json        (env values redacted)
-    cluster/runtimeclasses.json                kubectl get runtimeclasses -o json
-    cluster/events.json                        kubectl get events -A -o json
-    cluster/daemonsets.json                    kubectl get daemonsets -A -o json  (env values redacted)
-    cluster/configmaps.json                    kubectl get configmaps -A -o json  (data outside the GPU stack redacted)
-    logs/<namespace>/<pod>.log                 kubectl logs --all-containers
-    nodes/<node>/nvidia-smi.txt                nvidia-smi (stdout and stderr as printed)
-    nodes/<node>/nvidia-smi-query.csv          nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv,noheader
-    nodes/<node>/crictl-info.json              crictl info
-    nodes/<node>/containerd-config-dump.toml   containerd config dump
-    nodes/<node>/containerd.log                the containerd log (a file, or journalctl -u containerd)
-    nodes/<node>/kubelet.log                   the kubelet log (a file, or journalctl -u kubelet)
-    nodes/<node>/device-plugins.txt            ls -1 /var/lib/kubelet/device-plugins
-    nodes/<node>/dmesg.txt                     dmesg (or journalctl -k)
-    nodes/<node>/fabric-manager.txt            systemctl status nvidia-fabricmanager
-    nodes/<node>/mig-lgip.txt, mig-lgipp.txt   nvidia-smi mig -lgip / -lgipp
+The layout - its folders, files and index - is layout.py's (the one owner of those names;
+diagnosis/bundle_source.py reads a bundle back with them).
 
 Any file may be absent; bundle.json says why for each (``missing``: the tool or object is not
 there; ``failed``: it ran and failed - its exit code and output are kept in bundle.json;
@@ -50,31 +31,24 @@ import os
 import shutil
 import tempfile
 
+from ansible.module_utils.bundle.layout import FORMAT, INDEX, KIND_FILES, NODE_FILES  # noqa: F401  (NODE_FILES: what it holds)
 from ansible.module_utils.bundle.redact import Redactor
 from ansible.module_utils.bundle.redact_rules import MARKER, RedactError
 from ansible.module_utils.lab.refusals import LabError
-from ansible.module_utils.node.artefacts import NODE_FILES as node_files
 
-FORMAT = "gpu-incident-lab/support-bundle"
-FORMAT_VERSION = 1
-INDEX = "bundle.json"
 REDACTED = MARKER
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
-# file -> (API path, apiVersion and kind of each item, the kubectl command it equals)
-CLUSTER_FILES = [
-    ("cluster/nodes.json", "/api/v1/nodes", "v1", "Node", "kubectl get nodes -o json"),
-    ("cluster/pods.json", "/api/v1/pods", "v1", "Pod", "kubectl get pods -A -o json"),
-    ("cluster/runtimeclasses.json", "/apis/node.k8s.io/v1/runtimeclasses", "node.k8s.io/v1",
-     "RuntimeClass", "kubectl get runtimeclasses -o json"),
-    ("cluster/events.json", "/api/v1/events", "v1", "Event", "kubectl get events -A -o json"),
-    ("cluster/daemonsets.json", "/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet",
-     "kubectl get daemonsets -A -o json"),
-    ("cluster/configmaps.json", "/api/v1/configmaps", "v1", "ConfigMap",
-     "kubectl get configmaps -A -o json"),
-]
-KIND_FILES = {kind: rel for rel, _path, _api_version, kind, _command in CLUSTER_FILES}
-NODE_FILES = list(node_files)   # nodes/<node>/: the node's file names (node/artefacts.py, the one list)
+# (file, API path, apiVersion and kind of each item, the kubectl command the file equals), in the
+# order they are collected; the file is the kind's in layout.py
+CLUSTER_FILES = [(KIND_FILES[kind], path, api_version, kind, command) for path, api_version, kind, command in (
+    ("/api/v1/nodes", "v1", "Node", "kubectl get nodes -o json"),
+    ("/api/v1/pods", "v1", "Pod", "kubectl get pods -A -o json"),
+    ("/apis/node.k8s.io/v1/runtimeclasses", "node.k8s.io/v1", "RuntimeClass", "kubectl get runtimeclasses -o json"),
+    ("/api/v1/events", "v1", "Event", "kubectl get events -A -o json"),
+    ("/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet", "kubectl get daemonsets -A -o json"),
+    ("/api/v1/configmaps", "v1", "ConfigMap", "kubectl get configmaps -A -o json"),
+)]
 
 # The GPU stack: the namespaces the GPU Operator and the device plugin's Helm chart install into,
 # and the labels of their Pods (static manifest, Operator operands, Helm chart - gpu-field notes).

@@ -7,6 +7,7 @@ they travel."""
 import base64
 
 from ansible.module_utils.bundle.contents import redactor
+from ansible.module_utils.bundle.layout import INDEX, node_file
 from ansible.module_utils.node.collect import collect
 
 
@@ -28,7 +29,7 @@ def node_result(options):
     files = {}
 
     def rel(name):
-        return "nodes/%s/%s" % (node, name) if node else name
+        return node_file(node, name) if node else name
 
     for name, data in sorted(found["files"].items()):
         files[name], counts, note = engine.file(rel(name), data)
@@ -47,6 +48,6 @@ def node_result(options):
             entry["output"] = data.decode("utf-8", "surrogateescape")
             for rule, count in counts.items():
                 hit(rule, count)
-    index = engine.json_doc(found["index"], hit, "bundle.json")
+    index = engine.json_doc(found["index"], hit, INDEX)
     return {"changed": False, "index": index, "redactions": report,
             "files": {k: base64.b64encode(v).decode("ascii") for k, v in files.items()}}

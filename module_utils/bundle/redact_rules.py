@@ -10,6 +10,7 @@ glob), refused by compile_rules naming the bad one and the fix. redact.py applie
 import fnmatch
 import re
 
+from ansible.module_utils.bundle.layout import LOGS, node_file
 from ansible.module_utils.lab.refusals import LabError
 
 MARKER = "<redacted>"
@@ -183,8 +184,8 @@ def compile_rules(rules, option="redact"):
         if files is None:
             files = ["*"]
         if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
-            raise RedactError("%s: files must be a list of globs of bundle paths (e.g. ['logs/*', "
-                              "'nodes/*/containerd.log']); leave it out for every file" % where)
+            raise RedactError("%s: files must be a list of globs of bundle paths (e.g. ['%s/*', '%s']); "
+                              "leave it out for every file" % (where, LOGS, node_file("*", "containerd.log")))
         if literal is not None:
             if not isinstance(literal, str) or len(literal) < MIN_LITERAL:
                 raise RedactError("%s: literal must be a string of at least %d characters (a shorter one "

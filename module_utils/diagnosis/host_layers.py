@@ -6,6 +6,7 @@ Each rule takes the walk's :class:`~walk.Seen` (the node, its facts, the Pod, th
 the error texts, what the source says is missing - all read already) and returns a verdict.
 """
 
+from ansible.module_utils.bundle.layout import node_file
 from ansible.module_utils.node.artefacts import APPLICATION_XIDS, gpu_lost_lines, xids
 from ansible.module_utils.diagnosis.verdict import amount, ev, text_ev, verdict
 
@@ -135,7 +136,7 @@ def _judge_without_nvidia_smi(seen, mine, lost):
                        "NodeFeature API it outlives a dead driver) nor of its absence (in "
                        "file mode it vanishes for a minute on each GFD restart)"))
     return verdict("driver", "unknown", evidence, "run nvidia-smi on %s (gpu_node_facts over "
-                   "SSH, or a support bundle's nodes/%s/nvidia-smi.txt)" % (name, name),
+                   "SSH, or a support bundle's %s)" % (name, node_file(name, "nvidia-smi.txt")),
                    reason=why)
 
 
@@ -428,7 +429,7 @@ def _default_unread(seen, daemon, evidence):
     if not seen.facts or (daemon.running is None and daemon.configured is None):
         return verdict("container-runtime", "skipped", evidence,
                        "on %s run `crictl info` (gpu_node_facts over SSH, or a support "
-                       "bundle's nodes/%s/crictl-info.json)" % (name, name),
+                       "bundle's %s)" % (name, node_file(name, "crictl-info.json")),
                        reason=_unread_reason(seen))
     missing = [k for k, v in (("the default runtime", daemon.default), ("CDI", daemon.cdi)) if v is None]
     return verdict("container-runtime", "unknown", evidence,

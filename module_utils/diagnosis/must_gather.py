@@ -8,6 +8,7 @@ import gzip
 import os
 import re
 
+from ansible.module_utils.bundle.layout import CLUSTER
 from ansible.module_utils.node.artefacts import kernel_nvrm_lines, smi_failure
 from ansible.module_utils.diagnosis.sources import (
     DiagnoseError, Source, Unreadable, list_items, object_name, object_namespace, parse_selector,
@@ -20,7 +21,7 @@ MUST_GATHER_FILES = ("gpu_operand_pods.yaml", "gpu_nodes.descr", "gpu_nodes.labe
 
 def is_must_gather(root):
     return any(os.path.isfile(os.path.join(root, f)) for f in MUST_GATHER_FILES) and \
-        not os.path.isdir(os.path.join(root, "cluster"))
+        not os.path.isdir(os.path.join(root, CLUSTER))
 
 
 def parse_node_labels(text):

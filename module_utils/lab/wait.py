@@ -6,7 +6,7 @@ up say what was awaited, for how long, and what was last seen.
 Every wait of the lab goes through wait_until: a ServiceAccount before a create (kube/apply.py),
 nodes Ready or posting a device plugin's devices (kube/nodes.py, a watch), a Pod's phase or
 condition (kube/pods.py), a DaemonSet rollout settling (kube/rollout.py), the board's process
-(report/board_control.py). A caller whose timeout is an answer, not a failure (a rollout that
+(roles/lab_board/files/board_control.py). A caller whose timeout is an answer, not a failure (a rollout that
 did not settle, nodes still pending), catches WaitTimeout and reads ``last`` and ``waited``.
 """
 

@@ -38,13 +38,14 @@ except ImportError:  # Python < 3.11: the regex reader below still names the run
 CRI_PLUGINS = ("io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime")
 
 # The node's file names - the one list: every file the collector (node/collect.py) can give, in the
-# order it collects them; a support bundle's nodes/<node>/ folder (bundle/contents.py) holds them.
+# order it collects them; a support bundle's nodes/<node>/ folder (bundle/layout.py) holds them.
+KUBELET_LOG = "kubelet.log"
 NODE_FILES = ("nvidia-smi.txt", "nvidia-smi-query.csv", "mig-lgip.txt", "mig-lgipp.txt",
-              "crictl-info.json", "containerd-config-dump.toml", "containerd.log", "kubelet.log",
+              "crictl-info.json", "containerd-config-dump.toml", "containerd.log", KUBELET_LOG,
               "device-plugins.txt", "dmesg.txt", "fabric-manager.txt")
 # The ones node facts are read from (issue 21, item 3): all but the kubelet's log, which only the
 # diagnosis's text rules read.
-ARTEFACTS = tuple(name for name in NODE_FILES if name != "kubelet.log")
+ARTEFACTS = tuple(name for name in NODE_FILES if name != KUBELET_LOG)
 
 # nvidia-smi's own words when it cannot work (NVML return strings; nvidia-smi's messages).
 SMI_FAILURES = (

@@ -17,11 +17,12 @@ import sys
 import pytest
 
 from ansible.module_utils.diagnosis.verdict import LAYERS
-from ansible.module_utils.report.board_control import files_dir
 from lab_clusters import kwok_cluster  # noqa: E402  (tests/cluster/lab_clusters.py)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "roles" / "lab_board" / "files"))
+from board_control import files_dir  # noqa: E402  (roles/lab_board/files/board_control.py)
 from headless_chromium import Chromium, binary  # noqa: E402
 from lab_testing import wait_for as wait  # tests/lab_testing.py: the one bounded wait
 

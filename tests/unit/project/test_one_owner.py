@@ -81,6 +81,8 @@ def package_imports():
 def test_no_import_cycle_between_module_utils_packages():
     graph = package_imports()
     assert "diagnosis" not in graph.get("node", set())          # node's parsers: the diagnosis reads them
+    assert "bundle" not in graph.get("node", set())             # ... and a bundle holds the node's files
+    assert "diagnosis" not in graph.get("bundle", set())        # a bundle's layout: the diagnosis reads it
     cycles = []
 
     def walk(package, path):
@@ -119,3 +121,111 @@ def test_the_node_file_names_are_listed_once():
     assert lists == ["module_utils/node/artefacts.py:%d" % next(
         n for n, line in enumerate((ROOT / "module_utils/node/artefacts.py").read_text().splitlines(), 1)
         if line.startswith("NODE_FILES = "))]
+
+
+def code_strings(path):
+    """(line, text) of every string constant of a Python file that is not a docstring or a module's
+    DOCUMENTATION / EXAMPLES / RETURN (words for readers, which may show a layout)."""
+    import ast
+    tree = ast.parse(path.read_text())
+    docs = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            docs.add(id(body[0].value))
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in ("DOCUMENTATION", "EXAMPLES", "RETURN")
+                                                for t in node.targets):
+            docs.add(id(node.value))
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+
+
+def test_the_bundle_layout_is_named_once():
+    """bundle/layout.py names a support bundle's folders, files and index: contents.py and the two
+    halves write a bundle with those names, diagnosis/bundle_source.py reads one back with them -
+    no name of the layout (bundle.json, cluster/<kind>.json, logs/..., nodes/<node>/...) written
+    anywhere else in module_utils or library."""
+    from ansible.module_utils.bundle import contents, layout
+    assert [rel for rel, *_rest in contents.CLUSTER_FILES] == list(layout.KIND_FILES.values())
+    assert layout.log_file("ns", "pod").startswith(layout.LOGS + "/")
+    assert layout.node_file("n", "x").startswith(layout.NODES + "/")
+    files = [layout.INDEX] + [rel.rsplit("/", 1)[1] for rel in layout.KIND_FILES.values()]
+    folders = re.compile(r"(^|[^\w./-])(%s)/" % "|".join(map(re.escape, (layout.CLUSTER, layout.NODES, layout.LOGS))))
+    copies = []
+    for path in sorted((ROOT / "module_utils").rglob("*.py")) + sorted((ROOT / "library").glob("*.py")):
+        if path == ROOT / "module_utils/bundle/layout.py":
+            continue
+        for line, text in code_strings(path):
+            if folders.search(text) or any(name in text for name in files):
+                copies.append("%s:%d %r" % (path.relative_to(ROOT), line, text[:60]))
+        # a folder of the layout joined on its own: os.path.join(root, "cluster")
+        source = path.read_text()
+        for folder in (layout.CLUSTER, layout.NODES, layout.LOGS):
+            for match in re.finditer(r"os\.path\.join\([^)]*[\"']%s[\"']" % folder, source):
+                copies.append("%s:%d os.path.join(..., %r)" % (path.relative_to(ROOT),
+                                                             source.count("\n", 0, match.start()) + 1, folder))
+    assert copies == []
+
+
+def test_module_utils_hold_only_what_the_modules_run():
+    """module_utils is module code: every file in it is imported, at some depth, by a module of
+    library/ (and so ships with it). What no module runs lives with what runs it - the live board's
+    HTTP server and its start and stop are the lab_board role's files (roles/lab_board/files/), not
+    a second home of the board in module_utils."""
+    import ast
+
+    def imported(path):
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] + [node.module + "." + a.name for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["ansible", "module_utils"] and len(parts) > 2:
+                    out |= {p for p in (ROOT / "module_utils" / ("/".join(parts[2:4]) + ".py"),
+                                        ROOT / "module_utils" / (parts[2] + ".py")) if p.is_file()}
+        return out
+
+    reached, todo = set(), sorted((ROOT / "library").glob("*.py"))
+    while todo:
+        for path in imported(todo.pop()) - reached:
+            reached.add(path)
+            todo.append(path)
+    files = {p for p in (ROOT / "module_utils").rglob("*.py") if p.name != "__init__.py"}
+    assert sorted(str(p.relative_to(ROOT)) for p in files - reached) == []
+    board = ROOT / "roles/lab_board/files"
+    assert {"lab_board.py", "board_control.py", "board_server.py"} <= {p.name for p in board.glob("*.py")}
+
+
+def test_the_drills_plugin_image_is_written_once():
+    """The drills' device-plugin DaemonSet runs gpu_drills_plugin_image (roles/gpu_drills/defaults,
+    its one definition); the real node imports a stand-in of that name (real_node_stand_in_images)
+    by reading it there - no second copy of the tag in the roles, playbooks, inventory, Molecule,
+    bench or tools (tests build objects of their own with whatever image they like)."""
+    import yaml
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.template import Templar, trust_as_template
+
+    image = yaml.safe_load((ROOT / "roles/gpu_drills/defaults/main.yml").read_text())["gpu_drills_plugin_image"]
+    copies = []
+    for path in tracked("roles", "playbooks", "inventory", "molecule", "lab.yml", "bench", "tools"):
+        if path.suffix not in (".yml", ".yaml", ".j2", ".py", ".sh", ".json", ".md"):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if image in line:
+                copies.append("%s:%d" % (path.relative_to(ROOT), number))
+    assert copies == ["roles/gpu_drills/defaults/main.yml:%d" % next(
+        n for n, line in enumerate((ROOT / "roles/gpu_drills/defaults/main.yml").read_text().splitlines(), 1)
+        if line.startswith("gpu_drills_plugin_image:"))]
+
+    # the real node's list names it: read from the drills' defaults, or the play's value
+    init_plugin_loader()
+    stand_ins = yaml.safe_load((ROOT / "roles/real_node/defaults/main.yml").read_text())["real_node_stand_in_images"]
+    for play, expected in (({}, image), ({"gpu_drills_plugin_image": "registry.example/plugin:test"},
+                                         "registry.example/plugin:test")):
+        templar = Templar(loader=DataLoader(), variables=dict(play, role_path=str(ROOT / "roles/real_node")))
+        names = [templar.template(trust_as_template(name)) for name in stand_ins]
+        assert expected in names and image not in stand_ins

@@ -1,5 +1,6 @@
-"""The live board without a cluster: its process, its role, what it serves, and the page in a real
-headless Chromium following the lab's state folder as it changes (no reload).
+"""The live board without a cluster (roles/lab_board/files: board_control.py, board_server.py, the
+launcher lab_board.py): its process, its role, what it serves, and the page in a real headless
+Chromium following the lab's state folder as it changes (no reload).
 
 Every board here follows a state folder under the test's temp folder on a free port - never the
 lab's own. The class table is written by module_utils/grader/classroom.py, the code classroom-grade.yml
@@ -18,10 +19,11 @@ from lab_testing import ROOT  # tests/lab_testing.py
 import pytest
 
 from ansible.module_utils.grader import classroom
-from ansible.module_utils.report import board_control
 from ansible.module_utils.diagnosis.verdict import LAYERS
 
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "roles" / "lab_board" / "files"))
+import board_control  # noqa: E402  (roles/lab_board/files/board_control.py)
 from headless_chromium import Chromium, binary  # noqa: E402
 
 LAUNCHER = ROOT / "roles" / "lab_board" / "files" / "lab_board.py"
@@ -405,7 +407,7 @@ def test_teardown_stops_the_board(lab, tmp_path):
 def test_a_fleet_costs_one_page_of_nodes_each_poll(tmp_path):
     """The board asks for one page of nodes (limit) each poll and says how many more there are:
     a fleet of 5000 kwok nodes is not listed whole every two seconds."""
-    from ansible.module_utils.report.board import NODE_ROWS, Board, Settings
+    from board_server import NODE_ROWS, Board, Settings
     from ansible.module_utils.report.render import board_body
 
     asked = []

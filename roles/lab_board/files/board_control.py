@@ -2,7 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The board as a detached process: ensure it is running (or not), and serve.
 
-``run(argv, launcher, module_utils)`` is what roles/lab_board/files/lab_board.py calls:
+Not module code: the lab_board role's own file, beside the launcher lab_board.py and the board
+itself (board_server.py); the project's module_utils are imported as ansible.module_utils.<name>
+(the launcher makes them so). ``run(argv, launcher, module_utils)`` is what lab_board.py calls:
 
 - ``ensure --state present|absent --state-dir DIR --port N [...] [--dry-run]`` starts the board
   detached (its own session), with its pid, its settings and its log in a folder of its own
@@ -33,7 +35,7 @@ import threading
 import time
 
 from ansible.module_utils.lab.wait import WaitTimeout, wait_until
-from ansible.module_utils.report.board import HOST, Board, BoardServer, Settings
+from board_server import HOST, Board, BoardServer, Settings
 
 PID_FILE = "board.pid"
 INFO_FILE = "board.json"

@@ -2,6 +2,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The live board: what it reads, and the read-only HTTP server on 127.0.0.1.
 
+Not module code: the lab_board role's own file, run by board_control.py (started by lab_board.py)
+with the project's module_utils importable as ansible.module_utils.<name> - the page is rendered
+by module_utils/report/render.py (as gpu_diagnose's page is), the nodes read with kube/client.py.
+
 What it reads, each time a page asks (at most once a second, whatever the number of pages):
 the lab's state folder - grade-report.json (playbooks/grade.yml), drill.json (playbooks/drill.yml),
 diagnosis.json (playbooks/diagnose.yml), node-facts.json - the cluster's nodes (one GET
