@@ -11,4 +11,5 @@ view=${1:?usage: mig-parted.sh GPU_VIEW WORKDIR MIG_PARTED ARGS...}
 work=${2:?workdir}
 shift 2
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu
+# shellcheck disable=SC2016  # expanded by the inner bash, in the new namespace
 exec unshare --mount --propagation private bash -c 'bash "$0" "$1" > /dev/null && shift && exec "$@"' "$view" "$work" "$@"
