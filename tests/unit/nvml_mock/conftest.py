@@ -6,4 +6,4 @@ from lab_testing import TESTS
 
 sys.path.insert(0, str(TESTS / "unit/roles"))
 from gpu_stack_testing import dp_probe  # noqa: E402,F401  (pytest fixtures)
-from nvml_mock_testing import built, mig_parted, parted_view  # noqa: E402,F401
+from nvml_mock_testing import advertised, built, mig_parted, parted_view  # noqa: E402,F401

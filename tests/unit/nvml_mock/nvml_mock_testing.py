@@ -6,13 +6,15 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
 import pytest
 
 from ansible.module_utils.sharing import cards
-from gpu_stack_testing import go_nvml_dir  # noqa: F401  (go-nvml's nvml.h: one owner)
+from gpu_stack_testing import go_nvml_dir, nvidia_binary  # noqa: F401  (go-nvml's nvml.h: one owner)
+from lab_testing import wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MOCK_SRC = ROOT / "nvml_mock"
@@ -79,7 +81,11 @@ def mig_parted():
 def parted_view(built, mig_parted, tmp_path):
     """Run commands in a mount namespace of their own holding the mock's GPU view."""
     conf = tmp_path / "nvml-mock.conf"
-    conf.write_text("card = A100-SXM4-40GB\ncount = 4\nmig_state = %s\n" % (tmp_path / "mig.state"))
+
+    def configure(card="A100-SXM4-40GB", count=4):
+        """The mock's card and count (the mock re-reads its configuration when it changes)."""
+        conf.write_text("card = %s\ncount = %d\nmig_state = %s\n" % (card, count, tmp_path / "mig.state"))
+    configure()
     env = {"NVML_MOCK_CONFIG": str(conf), "LD_LIBRARY_PATH": str(built / "root" / LIBDIR),
            "PATH": "%s:/usr/bin:/bin:/usr/sbin:/sbin" % (built / "root/usr/bin")}
 
@@ -92,6 +98,7 @@ def parted_view(built, mig_parted, tmp_path):
         assert not check or done.returncode == 0, done.stdout
         return done.returncode, done.stdout
     run.state = tmp_path / "mig.state"
+    run.configure = configure
     return run
 
 
@@ -107,3 +114,50 @@ def mig_devices(out):
         if m:
             found[gpu].append(m.group(1))
     return found
+
+
+@pytest.fixture
+def advertised(built, dp_probe, tmp_path):  # noqa: F811
+    """Run the plugin until dp-probe has the device lists of `count` resources: {resource: (devices, healthy)}."""
+    plugin = nvidia_binary("nvidia-device-plugin")
+    root = built / "root"
+
+    def run(strategy, resources, config=None):
+        work = tmp_path / ("plugin-%s-%d" % (strategy, len(list(tmp_path.glob("plugin-*")))))
+        work.mkdir()
+        args = ["--nvidia-driver-root=%s" % root, "--driver-root-ctr-path=%s" % root,
+                "--device-discovery-strategy=nvml", "--mig-strategy=%s" % strategy]
+        if config:
+            (work / "config.yaml").write_text(config)
+            args.append("--config-file=%s" % (work / "config.yaml"))
+        script = "\n".join([
+            "set -e",
+            'LD_LIBRARY_PATH=%s PATH=%s:$PATH bash %s %s/view > /dev/null' % (root / LIBDIR, root / "usr/bin",
+                                                                          GPU_VIEW, work),
+            "mount -t tmpfs tmpfs /var/lib", "mkdir -p /var/lib/kubelet/device-plugins",
+            '"$0" > %s/probe.jsonl 2>&1 &' % work,
+            "i=0; while [ ! -S /var/lib/kubelet/device-plugins/kubelet.sock ]; do i=$((i+1)); "
+            "[ $i -le 200 ] || { echo 'dp-probe never listened' >&2; exit 3; }; sleep 0.05; done",
+            'exec "$1" ' + " ".join(args)])
+        env = dict(os.environ, NVML_MOCK_CONFIG=str(tmp_path / "nvml-mock.conf"))
+        with open(str(work / "plugin.log"), "w") as log:
+            proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--pid", "--fork",
+                                     "--mount-proc", "bash", "-c", script, str(dp_probe), str(plugin)],
+                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+        def lists():
+            found = {}
+            probe = work / "probe.jsonl"
+            for line in (probe.read_text().splitlines() if probe.exists() else []):
+                event = json.loads(line) if line.startswith("{") else {}
+                if event.get("event") == "devices":
+                    found[event["resource"]] = (event["count"], event["healthy"])
+            return found if len(found) >= resources else None
+        try:
+            return wait_for("%d device lists from the plugin (log: %s)" % (resources, work / "plugin.log"),
+                        lambda: lists() or (proc.poll() is not None and pytest.fail(
+                            (work / "plugin.log").read_text()[-2000:])), 60)
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+    return run
