@@ -122,11 +122,15 @@ def advertised(built, dp_probe, tmp_path):  # noqa: F811
     plugin = nvidia_binary("nvidia-device-plugin")
     root = built / "root"
 
-    def run(strategy, resources, config=None):
-        work = tmp_path / ("plugin-%s-%d" % (strategy, len(list(tmp_path.glob("plugin-*")))))
+    def run(strategy, resources, config=None, refused=False, log_says=None):
+        """strategy None: no --mig-strategy (the config's flags decide). refused=True: the plugin
+        must stop on its config; log_says: wait until its log says this. Both return the log."""
+        work = tmp_path / ("plugin-%s-%d" % (strategy or "config", len(list(tmp_path.glob("plugin-*")))))
         work.mkdir()
         args = ["--nvidia-driver-root=%s" % root, "--driver-root-ctr-path=%s" % root,
-                "--device-discovery-strategy=nvml", "--mig-strategy=%s" % strategy]
+                "--device-discovery-strategy=nvml",
+                # as the GPU Operator passes it (MPS_ROOT); v0.19.3 refuses an MPS config without it
+                "--mps-root=%s" % (work / "mps")] + (["--mig-strategy=%s" % strategy] if strategy else [])
         if config:
             (work / "config.yaml").write_text(config)
             args.append("--config-file=%s" % (work / "config.yaml"))
@@ -154,10 +158,23 @@ def advertised(built, dp_probe, tmp_path):  # noqa: F811
                     found[event["resource"]] = (event["count"], event["healthy"])
             return found if len(found) >= resources else None
         try:
+            if log_says:
+                wait_for("the plugin's log to say %r (log: %s)" % (log_says, work / "plugin.log"),
+                         lambda: log_says in (work / "plugin.log").read_text() or (proc.poll() is not None and pytest.fail(
+                             (work / "plugin.log").read_text()[-2000:])), 60)
+                return (work / "plugin.log").read_text()
+            if refused:
+                wait_for("the plugin to stop on its config (log: %s)" % (work / "plugin.log"),
+                         lambda: proc.poll() is not None or (lists() and pytest.fail(
+                             "the plugin advertised %s instead: %s" % (lists(), (work / "plugin.log").read_text()[-2000:]))), 60)
+                return (work / "plugin.log").read_text()
             return wait_for("%d device lists from the plugin (log: %s)" % (resources, work / "plugin.log"),
                         lambda: lists() or (proc.poll() is not None and pytest.fail(
                             (work / "plugin.log").read_text()[-2000:])), 60)
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:   # it stopped by itself (refused) and its group is gone
+                pass
             proc.wait(timeout=30)
     return run
