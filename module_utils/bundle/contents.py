@@ -31,7 +31,7 @@ import os
 import shutil
 import tempfile
 
-from ansible.module_utils.bundle.layout import FORMAT, INDEX, KIND_FILES, NODE_FILES  # noqa: F401  (NODE_FILES: what it holds)
+from ansible.module_utils.bundle.layout import FORMAT, INDEX, KIND_FILES
 from ansible.module_utils.bundle.redact import Redactor
 from ansible.module_utils.bundle.redact_rules import MARKER, RedactError
 from ansible.module_utils.lab.refusals import LabError

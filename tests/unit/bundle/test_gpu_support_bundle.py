@@ -9,6 +9,7 @@ import pytest
 
 from ansible.module_utils.bundle import cluster_side
 from ansible.module_utils.bundle import contents
+from ansible.module_utils.bundle import layout
 from ansible.module_utils.bundle import node_side
 from ansible.module_utils.node import commands as node_commands
 
@@ -137,7 +138,7 @@ def test_a_real_bundle_of_the_lab_real_node(module_runner):
     assert index["format"] == contents.FORMAT and index["nodes"] == ["lab-node-1"]
     for rel, entry in index["files"].items():
         assert (root / rel).is_file() == (entry["status"] == "collected"), rel
-    assert {"nodes/lab-node-1/" + n for n in contents.NODE_FILES} <= set(index["files"])
+    assert {"nodes/lab-node-1/" + n for n in layout.NODE_FILES} <= set(index["files"])
     pods = json.loads((root / "cluster/pods.json").read_text())["items"]
     values = [e["value"] for p in pods for c in p["spec"]["containers"] for e in c.get("env") or [] if "value" in e]
     assert set(values) <= {contents.REDACTED}       # (the lab's Pods carry few env values; the cluster test plants them)

@@ -7,7 +7,7 @@ import json
 from lab_testing import TESTS
 
 import gpu_bundle_node
-from ansible.module_utils.bundle import contents
+from ansible.module_utils.bundle import layout
 from ansible.module_utils.node import commands as node_commands
 
 CORPUS = TESTS / "diagnosis_corpus"
@@ -18,7 +18,7 @@ def test_a_node_without_any_tool_gives_no_file_and_says_why(tmp_path, monkeypatc
     monkeypatch.setattr(node_commands, "which", lambda name: None)
     out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none")}, check_mode=True)
     assert not out["failed"] and out["files"] == {} and not out["changed"]
-    assert set(out["index"]) == set(contents.NODE_FILES)
+    assert set(out["index"]) == set(layout.NODE_FILES)
     assert all(e["status"] == "missing" and e["reason"] for e in out["index"].values())
     assert "not installed" in out["index"]["nvidia-smi.txt"]["reason"]
 

@@ -18,6 +18,7 @@ import gpu_bundle_node
 import gpu_node_facts
 from ansible.module_utils.common import arg_spec
 from ansible.module_utils.bundle import contents
+from ansible.module_utils.bundle import layout
 from ansible.module_utils.diagnosis.bundle_source import BundleSource
 from ansible.module_utils.node import collect as node_collect
 
@@ -175,4 +176,4 @@ def test_both_modules_take_one_vocabulary():
     assert names["gpu_node_facts"] - shared == {"resource"}
     assert names["gpu_bundle_node"] - shared == {"kubelet_log", "kubelet_unit", "node_name", "redact"}
     assert shared <= names["gpu_node_facts"] and shared <= names["gpu_bundle_node"]
-    assert set(node_collect.NODE_FILES) == set(contents.NODE_FILES)
+    assert set(node_collect.NODE_FILES) == set(layout.NODE_FILES)
