@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mock.h"
 
@@ -268,7 +269,7 @@ MOCK_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device
         return NVML_ERROR_NOT_FOUND;
     for (g = 0; g < MAX_GIS; g++)
         for (c = 0; c < MAX_CIS; c++)
-            if (m.gi[g].used && m.ci[g][c].used && n++ == index) {
+            if (m.gi[g].used && m.ci[g][c].used && mig_visible((unsigned int)i, g, c) && n++ == index) {
                 migDevice->handle = mig_handle((unsigned int)i, g, c);
                 return NVML_SUCCESS;
             }
@@ -304,6 +305,33 @@ MOCK_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, uns
     return NVML_SUCCESS;
 }
 
+/* The MIG capability minors, as nvml_mock/gpu_view.sh writes /proc/driver/nvidia-caps/mig-minors
+ * (the MIG user guide's example layout: config 1, monitor 2, then 9 per GPU instance, 135 per GPU):
+ * gpu<minor>/gi<gi>/access = 3 + minor * 135 + gi * 9, its ci<ci>/access the ones after it. */
+unsigned int mig_cap_minor(unsigned int minor, unsigned int gi, int ci)
+{
+    return 3 + minor * 135 + gi * 9 + (ci < 0 ? 0 : 1 + (unsigned int)ci);
+}
+
+/* In a container (device_nodes set) a process sees the MIG devices whose capability nodes it was
+ * given, as a driver lets a process use an instance only through /dev/nvidia-caps/nvidia-cap<N>
+ * of its GPU instance and compute instance (the MIG user guide, "Device Nodes and
+ * Capabilities"); on the node itself every one. */
+int mig_visible(unsigned int index, unsigned int gi, unsigned int ci)
+{
+    char node[320];
+    unsigned int k;
+    if (!conf.device_nodes[0])
+        return 1;
+    for (k = 0; k < 2; k++) {
+        snprintf(node, sizeof node, "%s/nvidia-caps/nvidia-cap%u", conf.device_nodes,
+                 mig_cap_minor(gpus[index].minor, gi, k == 0 ? -1 : (int)ci));
+        if (access(node, F_OK) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* a MIG device by its UUID (devices.c nvmlDeviceGetHandleByUUID asks when no GPU has it) */
 nvmlReturn_t mig_handle_by_uuid(const char *uuid, nvmlDevice_t *device)
 {
@@ -315,7 +343,7 @@ nvmlReturn_t mig_handle_by_uuid(const char *uuid, nvmlDevice_t *device)
             continue;
         for (g = 0; g < MAX_GIS; g++)
             for (c = 0; c < MAX_CIS; c++) {
-                if (!m.gi[g].used || !m.ci[g][c].used)
+                if (!m.gi[g].used || !m.ci[g][c].used || !mig_visible(i, g, c))
                     continue;
                 mig_uuid_of(i, g, c, u, sizeof u);
                 if (!strcmp(u, uuid)) {

@@ -137,5 +137,7 @@ int mig_state_read(struct mig_gpu *out, unsigned int index);
 typedef nvmlReturn_t (*mig_change)(struct mig_gpu *all, void *arg);
 nvmlReturn_t mig_state_change(mig_change change, void *arg);
 int mig_held(unsigned int index, unsigned int gi, unsigned int ci);
+unsigned int mig_cap_minor(unsigned int minor, unsigned int gi, int ci);
+int mig_visible(unsigned int index, unsigned int gi, unsigned int ci);
 
 #endif

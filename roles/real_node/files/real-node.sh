@@ -7,6 +7,8 @@
 #   real-node.sh status STATE     what runs (JSON), changes nothing
 #   real-node.sh down STATE       stop everything, remove namespaces, veth, cgroups, mounts
 #   real-node.sh exec STATE CMD.. run CMD on the node (its mount and network namespace, its PATH)
+#   real-node.sh gpu-refresh STATE  the GPU half's files anew from the mock's GPUs now (the CDI
+#                                 spec, the files beside NVML) - after a MIG layout changed
 #   real-node.sh probe            can this machine run a real node? one line: ok | no: WHY
 #
 # STATE is the node's own folder; STATE/node.env (written by the role) names everything else.
@@ -245,7 +247,9 @@ install -m 0755 "$BIN_DIR/nvidia-container-runtime" /usr/bin/nvidia-container-ru
 install -m 0755 "$BIN_DIR/nvidia-ctk" /usr/bin/nvidia-ctk
 mkdir -p /etc/nvidia-container-runtime /etc/cdi
 cp "$S/gpu/runtime-config.toml" /etc/nvidia-container-runtime/config.toml
-cp "$S/gpu/nvidia.json" /etc/cdi/nvidia.json
+# the CDI spec's folder is bound, not copied: a spec rewritten after a MIG layout change
+# (gpu-refresh) is the one NVIDIA's runtime reads at the next container
+mount --bind "$S/gpu/cdi" /etc/cdi
 EOF
 }
 
@@ -503,8 +507,14 @@ gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI
   # the CDI spec, from the reader over the node's configuration; its paths name the node's own
   # /usr (where the holder puts the driver's files), not the build folder
   local spec
+  # the mock's holders (nvml_mock/nvml-mock-hold.sh): the runtime runs it for each MIG device a
+  # container gets; in the node's /run/nvml-mock (this folder, bound there)
+  cmp -s "$GPU_MOCK_SRC/nvml-mock-hold.sh" "$S/gpu/mock/nvml-mock-hold" ||
+    install -m 0755 "$GPU_MOCK_SRC/nvml-mock-hold.sh" "$S/gpu/mock/nvml-mock-hold"
   spec=$(NVML_MOCK_CONFIG="$S/gpu/mock/nvml-mock.conf" python3 "$S/nodebin/gpu_cdi_spec.py" --driver-root "$GPU_DRIVER_ROOT" \
-           --uvm-major "$GPU_UVM_MAJOR" 2> "$S/gpu/cdi.err") || die "writing the CDI spec failed: $(tail -2 "$S/gpu/cdi.err")"
+           --uvm-major "$GPU_UVM_MAJOR" --mig-state /run/nvml-mock/nvml-mock-mig.state \
+           --mig-state-here "$S/gpu/mock/nvml-mock-mig.state" --hold-hook /run/nvml-mock/nvml-mock-hold \
+           2> "$S/gpu/cdi.err") || die "writing the CDI spec failed: $(tail -2 "$S/gpu/cdi.err")"
   spec=${spec//\"$GPU_DRIVER_ROOT\//\"\/}
   # the files NVIDIA's tools read beside NVML - PCI sysfs, /proc/driver/nvidia-caps/mig-minors,
   # /proc/modules (nvml_mock/gpu_view.sh --files) - for the GPUs the mock reports now, in the
@@ -515,6 +525,9 @@ gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI
   if [ "$(cat "$S/gpu/nvidia.json" 2>/dev/null)" != "$spec" ]; then
     printf '%s\n' "$spec" > "$S/gpu/nvidia.json.tmp" && mv -f "$S/gpu/nvidia.json.tmp" "$S/gpu/nvidia.json"
   fi
+  mkdir -p "$S/gpu/cdi"    # the node's /etc/cdi (bound): what NVIDIA's runtime reads
+  cmp -s "$S/gpu/nvidia.json" "$S/gpu/cdi/nvidia.json" ||
+    { cp "$S/gpu/nvidia.json" "$S/gpu/cdi/.nvidia.json.tmp" && mv -f "$S/gpu/cdi/.nvidia.json.tmp" "$S/gpu/cdi/nvidia.json"; }
 }
 
 kwok_stand_in_gone() { # a kwok Node of the same name (an older lab) would fight the kubelet
@@ -640,6 +653,11 @@ case "$cmd" in
     ;;
   status)
     status_json ""
+    ;;
+  gpu-refresh)
+    [ "${GPU_STACK:-none}" = nvidia ] || die "the node has no GPU half (lab_gpu_stack=${GPU_STACK:-none})"
+    gpu_prepare
+    echo "$S/gpu/nvidia.json: $(grep -c '"name": "MIG-' "$S/gpu/nvidia.json" || true) MIG devices"
     ;;
   exec)
     shift 2

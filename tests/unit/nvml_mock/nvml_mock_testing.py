@@ -99,6 +99,7 @@ def parted_view(built, mig_parted, tmp_path):
         return done.returncode, done.stdout
     run.state = tmp_path / "mig.state"
     run.configure = configure
+    run.root, run.env, run.view = built / "root", dict(os.environ, **env), tmp_path / "view"
     return run
 
 

@@ -20,7 +20,7 @@ from ansible.module_utils.sharing import cards, mig_layout, mig_listing
 
 from nvml_mock_testing import (  # noqa: F401  (constants and the mock's build)
     A100, IN_USE, INSUFFICIENT_RESOURCES, LIBDIR, LISTINGS, MIG_UUID, MOCK_SRC, NOT_FOUND, NOT_SUPPORTED,
-    RESET_REQUIRED, ROOT, SUCCESS, go_nvml_dir)
+    CONFIG, RESET_REQUIRED, ROOT, SUCCESS, go_nvml_dir)
 
 
 @pytest.fixture
@@ -252,3 +252,38 @@ def test_exports_every_symbol_mig_parteds_go_nvml_references(built):
                         stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
     defined = {line.split()[-1] for line in nm.splitlines() if line.strip()}
     assert len(referenced) > 300 and not sorted(set(referenced) - defined)
+
+
+def test_a_container_sees_the_mig_devices_whose_capability_nodes_it_got(parted_view, mig_parted, tmp_path):
+    """The CDI spec's MIG device (roles/gpu_stack/files/gpu_cdi_spec.py, over the mock's NVML) gives
+    a container its parent's /dev/nvidia<minor> and two capability nodes; the mock in that
+    container (NVML_MOCK_DEVICE_NODES) lists exactly that MIG device - and the capability numbers
+    are those of gpu_view.sh's /proc/driver/nvidia-caps/mig-minors, which the plugin reads."""
+    import gpu_cdi_spec   # roles/gpu_stack/files (on the path through gpu_stack_testing)
+    node = parted_view
+    node(mig_parted, "apply", "-f", CONFIG, "-c", "all-balanced")
+    out = subprocess.run(["python3", str(gpu_cdi_spec.__file__), "--driver-root", str(node.root)],
+                         env=node.env, stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    spec = json.loads(out)
+    migs = [d for d in spec["devices"] if d["name"].startswith("MIG-")]
+    assert len(migs) == 16 and len([d for d in spec["devices"] if re.match(r"^\d+:\d+$", d["name"])]) == 16
+    chosen = migs[5]
+    dev = tmp_path / "container-dev"
+    for n in chosen["containerEdits"]["deviceNodes"]:
+        path = dev / n["path"][len("/dev/"):]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    listing = subprocess.run([str(node.root / "usr/bin/nvidia-smi"), "-L"], stdout=subprocess.PIPE, universal_newlines=True,
+                             env=dict(node.env, NVML_MOCK_DEVICE_NODES=str(dev)), check=True).stdout
+    assert re.findall(r"\(UUID: (MIG-[^)]+)\)", listing) == [chosen["name"]], listing
+    # the same numbers as the mig-minors file the device plugin reads
+    node("true")
+    minors = dict(line.rsplit(" ", 1) for line in (node.view / "driver/nvidia-caps/mig-minors").read_text().splitlines())
+    caps = {int(n["path"].rsplit("nvidia-cap", 1)[1]) for d in migs for n in d["containerEdits"]["deviceNodes"]
+            if "nvidia-cap" in n["path"]}
+    assert caps <= {int(v) for v in minors.values()}
+    for key, value in minors.items():
+        m = re.match(r"gpu(\d+)/gi(\d+)(?:/ci(\d+))?/access$", key)
+        if m:
+            gpu, gi, ci = int(m.group(1)), int(m.group(2)), m.group(3)
+            assert gpu_cdi_spec.cap_minor(gpu, gi, None if ci is None else int(ci)) == int(value), key
