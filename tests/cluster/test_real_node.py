@@ -287,8 +287,9 @@ def test_mig_for_real_through_nvidia_s_mig_parted_plugin_and_gfd(lab):
     """Issue 40: NVIDIA's nvidia-mig-parted lays the mock's 4 x A100-SXM4-40GB out by the GPU
     Operator's config names and k8s-mig-manager's labels; NVIDIA's device plugin (mixed) advertises
     what it made through the kubelet, GFD's labels arrive through nfd-master; a rerun changes
-    nothing, --check changes nothing, a held MIG device makes a change fail naming the Pod, and
-    all-disabled gives step 7's 20 back."""
+    nothing, --check changes nothing, an unknown layout is refused naming the known ones, and
+    all-disabled gives step 7's 20 back. (A Pod holding a MIG device: after the fix, below -
+    the holders come from NVIDIA's runtime applying the CDI spec's hooks.)"""
     out, _ = mig(lab, "all-1g.5gb")
     node = lab.node()
     labels = node["metadata"]["labels"]
@@ -313,28 +314,6 @@ def test_mig_for_real_through_nvidia_s_mig_parted_plugin_and_gfd(lab):
     allocatable = lab.node()["status"]["allocatable"]
     assert {k: allocatable[k] for k in ("nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb")} == {
         "nvidia.com/mig-1g.5gb": "8", "nvidia.com/mig-2g.10gb": "4", "nvidia.com/mig-3g.20gb": "4"}
-    # a Pod holding a MIG device: the driver refuses to destroy an instance in use. The mock's rule
-    # (nvml_mock/README.md, Holders): the device is held while <mig_state>.held/<UUID> exists - the
-    # container runtime does not write it yet, so this test does, for the device the kubelet gave the Pod
-    sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-", input=MIG_POD)
-    pod = lab.wait("the MIG Pod to run", lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
-        json.loads(lab.kubectl("-n", "gpu-lab", "get", "pod", "mig-holder", "-o", "json").stdout)), 120)
-    [device] = allocated(lab, pod["metadata"]["uid"])
-    assert device.startswith("MIG-")
-    held = lab.node_dir / "gpu/mock/nvml-mock-mig.state.held"
-    held.mkdir(exist_ok=True)
-    (held / device).write_text("gpu-lab/mig-holder\n")
-    try:
-        out, counts = mig(lab, "all-1g.5gb", check=False)
-        text = flat(out.stdout)
-        assert counts["failed"] == 1 and "gpu-lab/mig-holder (nvidia.com/mig-1g.5gb: 1)" in text and "drain" in text, text[-3000:]
-        labels = lab.node()["metadata"]["labels"]
-        assert (labels["nvidia.com/mig.config"], labels["nvidia.com/mig.config.state"]) == ("all-1g.5gb", "failed")
-        assert labels["nvidia.com/gpu.deploy.device-plugin"] == "true"
-        assert device in sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout     # the held instance stays
-    finally:
-        (held / device).unlink()
-        lab.kubectl("-n", "gpu-lab", "delete", "pod", "mig-holder", "--wait=true", timeout=120)
     out, counts = mig(lab, "all-disabled")
     node = lab.node()
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "20"      # step 7's time-slicing again
@@ -645,6 +624,47 @@ def test_seed_003s_evidence_a_gpu_pod_gets_the_gpu_the_plugin_allocated(lab):
     assert pod3["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 127
     lab.kubectl("-n", "gpu-lab", "delete", "pod", "gpu-capability-check", "gpu-capability-list", "gpu-capability-runc",
                 "--wait=false")
+
+
+def test_a_mig_pod_sees_exactly_the_mig_device_it_was_given(lab):
+    """Issue 40 items 4 and 5, after the fix (containerd has nvidia): on all-1g.5gb a Pod asking
+    nvidia.com/mig-1g.5gb: 1 with runtimeClassName nvidia sees exactly the MIG device the plugin
+    allocated - NVIDIA's runtime injects it through the node's CDI spec, which mig.yml rewrote;
+    while a Pod has a MIG device, the spec's hook marks it held (the mock's holders) and a layout
+    change fails naming the Pod; once it is deleted the device is free and all-disabled gives
+    step 7's 20 back."""
+    mig(lab, "all-1g.5gb")
+    spec = (lab.node_dir / "gpu/cdi/nvidia.json").read_text()
+    assert spec.count('"name": "MIG-') == 28
+    sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-",
+       input=(CAPABILITY % {"name": "mig-capability", "args": '"nvidia-smi -L"', "runtime": "runtimeClassName: nvidia"}
+              ).replace("nvidia.com/gpu: 1", "nvidia.com/mig-1g.5gb: 1"))
+    pod = lab.wait("the MIG capability Pod to end", lambda: (lambda p: p if p["status"].get("phase") in ("Succeeded", "Failed")
+                   else None)(json.loads(lab.kubectl("-n", "gpu-lab", "get", "pod", "mig-capability", "-o", "json").stdout)), 120)
+    log = lab.kubectl("-n", "gpu-lab", "logs", "mig-capability", check=False).stdout
+    assert pod["status"]["phase"] == "Succeeded", (pod["status"], log)
+    [device] = allocated(lab, pod["metadata"]["uid"])
+    lines = log.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("GPU ") and re.match(r"^  MIG 1g\.5gb +Device +0: \(UUID: %s\)$"
+                                                                         % re.escape(device), lines[1]), log
+    assert "nvidia.com/gpu=%s" % device in (lab.node_dir / "ov/var/up/log/nvidia-container-runtime.log").read_text()
+    held = lab.node_dir / "gpu/mock/nvml-mock-mig.state.held"
+    lab.kubectl("-n", "gpu-lab", "delete", "pod", "mig-capability", "--wait=true", timeout=120)
+    lab.wait("the runtime's poststop hook to release %s" % device, lambda: not (held / device).exists(), 60)
+    # a running Pod holds its device: the layout cannot change under it
+    sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-",
+       input=MIG_POD.replace("spec:\n", "spec:\n  runtimeClassName: nvidia\n", 1))
+    pod = lab.wait("the MIG holder Pod to run", lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
+        json.loads(lab.kubectl("-n", "gpu-lab", "get", "pod", "mig-holder", "-o", "json").stdout)), 120)
+    [device] = allocated(lab, pod["metadata"]["uid"])
+    assert (held / device).exists()                          # the createRuntime hook's mark
+    out, counts = mig(lab, "all-balanced", check=False)
+    assert counts["failed"] == 1 and "gpu-lab/mig-holder (nvidia.com/mig-1g.5gb: 1)" in flat(out.stdout)
+    assert "In use by another client" in flat(out.stdout) or "all orderings failed" in flat(out.stdout)
+    lab.kubectl("-n", "gpu-lab", "delete", "pod", "mig-holder", "--wait=true", timeout=120)
+    lab.wait("the runtime's poststop hook to release %s" % device, lambda: not (held / device).exists(), 60)
+    mig(lab, "all-disabled")
+    assert lab.node()["status"]["allocatable"]["nvidia.com/gpu"] == "20"
 
 
 # (drill, its layer, lab-node-1's allocatable with it, words of a real component in the layer's
