@@ -163,10 +163,7 @@ $(ORACLE):
 oracle2: $(ORACLE2)
 
 $(ORACLE2): toolchain/containerd2/go.mod toolchain/containerd2/go.sum
-	mkdir -p $(dir $@)
-	cd toolchain/containerd2 && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
-	  -o $(CURDIR)/$@.tmp github.com/containerd/containerd/v2/cmd/containerd
-	mv -f $@.tmp $@
+	toolchain/build.sh containerd:$(CONTAINERD_2) $(dir $@)
 	$@ --version | grep -F " $(CONTAINERD_2)"
 
 # containerd CONTAINERD_24, the third oracle: 2.3+ migrates each file to the current config version
@@ -174,10 +171,7 @@ $(ORACLE2): toolchain/containerd2/go.mod toolchain/containerd2/go.sum
 oracle24: $(ORACLE24)
 
 $(ORACLE24): toolchain/containerd24/go.mod toolchain/containerd24/go.sum
-	mkdir -p $(dir $@)
-	cd toolchain/containerd24 && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
-	  -o $(CURDIR)/$@.tmp github.com/containerd/containerd/v2/cmd/containerd
-	mv -f $@.tmp $@
+	toolchain/build.sh containerd:$(CONTAINERD_24) $(dir $@)
 	$@ --version | grep -F " $(CONTAINERD_24)"
 
 # The collection gpu_incident.lab, built from the same sources the lab runs: tools/build_collection.py

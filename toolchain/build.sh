@@ -17,6 +17,9 @@
 #            lab-node-1 (issue 39); status checks it when named
 #            nvidia-mig-parted (toolchain/mig-parted), nfd-master (toolchain/node-feature-discovery)
 #            - MIG on lab-node-1 (issue 40): part of gpu-stack
+#            containerd:V containerd-shim-runc-v2:V ctr:V - containerd V (a 2.x of versions.env:
+#            CONTAINERD_2, CONTAINERD_24) from its pinned module, written as OUTDIR/containerd ...:
+#            the Makefile's oracles (containerd only) and the real node's containerd 2.x
 # The version comes from the module's go.mod (the single pin) and is stamped
 # into the binary the way upstream's release build does, so `--version` tells
 # the truth. The binary is written next to its final name and renamed into
@@ -32,6 +35,19 @@ gpu_components="nvidia-device-plugin config-manager gpu-feature-discovery nvidia
 sentinel_components="node-problem-detector"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
+case "$component" in
+  containerd:*|containerd-shim-runc-v2:*|ctr:*)
+    # containerd 2.x: the module folder versions.env names for the version (its go.mod is the pin)
+    want=${component#*:}; component=${component%%:*}
+    # shellcheck disable=SC1091
+    source "$here/versions.env"
+    case "$want" in
+      "$CONTAINERD_2") moddir=$CONTAINERD_2_MODULE_DIR ;;
+      "$CONTAINERD_24") moddir=$CONTAINERD_24_MODULE_DIR ;;
+      *) echo "build.sh: containerd $want is not one of toolchain/versions.env ($CONTAINERD_2, $CONTAINERD_24)" >&2; exit 2 ;;
+    esac
+    ;;
+esac
 if [ "$component" = status ] && [ $# -gt 2 ]; then # status of the components named
   checked=""
   for c in "${@:3}"; do
@@ -185,6 +201,16 @@ case "$component" in
     tags=""
     cgo=1
     zip_only="github.com/NVIDIA/mig-parted@$version"
+    ;;
+  containerd|containerd-shim-runc-v2|ctr)
+    # as the Makefile's oracles were built: CGO off, without the btrfs, devmapper and zfs
+    # snapshotters (their cgo); containerd's version is its module's (version.go: "2.2.0+unknown")
+    version=v$want
+    [ "$(modver "$moddir" github.com/containerd/containerd/v2)" = "$version" ] ||
+      { echo "build.sh: toolchain/$moddir/go.mod does not pin containerd $want" >&2; exit 2; }
+    pkg=github.com/containerd/containerd/v2/cmd/$component
+    ldflags=""
+    tags=no_btrfs,no_devmapper,no_zfs
     ;;
   nfd-master)
     # as upstream's Makefile (v0.18.3, build): CGO off, the version into pkg/version

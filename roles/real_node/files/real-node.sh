@@ -398,21 +398,17 @@ packages() { # Debian's packages, unpacked (never installed) under PACKAGES_DIR/
   exec {lock}>&-
 }
 
-containerd_build() { # 2.x: containerd, its runc shim and ctr from the pinned module
+containerd_build() { # 2.x: containerd, its runc shim and ctr from the pinned module (toolchain/build.sh)
   # node.env: CONTAINERD_DEBIAN and the module folder of the chosen version (toolchain/versions.env)
   [ "$CONTAINERD_VERSION" != "$CONTAINERD_DEBIAN" ] || return 0
-  local dir=${CONTAINERD_MODULE_DIR:-}
-  [ -n "$dir" ] || die "containerd $CONTAINERD_VERSION is not one the lab has ($CONTAINERD_KNOWN; toolchain/versions.env)"
+  [ -n "${CONTAINERD_MODULE_DIR:-}" ] || die "containerd $CONTAINERD_VERSION is not one the lab has ($CONTAINERD_KNOWN; toolchain/versions.env)"
   local c
   for c in containerd containerd-shim-runc-v2 ctr; do
     [ -x "$CONTAINERD_BIN_DIR/$c" ] && continue
     command -v go >/dev/null || die "go is needed to build containerd $CONTAINERD_VERSION"
     echo "real-node: building $c $CONTAINERD_VERSION (a few minutes the first time)" >&2
-    mkdir -p "$CONTAINERD_BIN_DIR"
-    ( cd "$TOOLCHAIN_DIR/$dir" && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
-        -o "$CONTAINERD_BIN_DIR/.$c.tmp" "github.com/containerd/containerd/v2/cmd/$c" ) > "$S/build.log" 2>&1 ||
+    bash "$TOOLCHAIN_DIR/build.sh" "$c:$CONTAINERD_VERSION" "$CONTAINERD_BIN_DIR" > "$S/build.log" 2>&1 ||
       die "building $c $CONTAINERD_VERSION failed: $(tail -3 "$S/build.log")"
-    mv -f "$CONTAINERD_BIN_DIR/.$c.tmp" "$CONTAINERD_BIN_DIR/$c"
     say "built $c $CONTAINERD_VERSION"
   done
 }

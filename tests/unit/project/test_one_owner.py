@@ -1,4 +1,5 @@
 """One owner per fact (issue 38 item 4): each test fails when a second owner of a fact comes back."""
+import pathlib
 import re
 import subprocess
 
@@ -229,3 +230,22 @@ def test_the_drills_plugin_image_is_written_once():
         templar = Templar(loader=DataLoader(), variables=dict(play, role_path=str(ROOT / "roles/real_node")))
         names = [templar.template(trust_as_template(name)) for name in stand_ins]
         assert expected in names and image not in stand_ins
+
+
+def test_go_builds_of_what_the_lab_runs_are_build_shs():
+    """Every binary the lab or the oracles run is built by toolchain/build.sh (its flags, its
+    version check); the Makefile and the real node's script call it instead of `go build`. The
+    tests' own probe (dp-probe, a test tool, not a component) is the one other go build."""
+    found = []
+    for path in tracked("Makefile", "roles", "playbooks", "bench", "tools", "nvml_mock", "tests", ".ci"):
+        if path.suffix in (".md", ".json", ".txt") or path.name == "build.sh" and path.parent.name == "toolchain" \
+                or path == pathlib.Path(__file__):
+            continue
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.search(r'\bgo build\b|"go", "build"', line) and not line.lstrip().startswith("#"):
+                found.append(str(path.relative_to(ROOT)))
+    assert found == ["tests/unit/roles/gpu_stack_testing.py"], found
