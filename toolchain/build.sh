@@ -244,6 +244,7 @@ esac
 
 [ -n "$version" ] || { echo "build.sh: no version pinned for $component in $here/$moddir/go.mod" >&2; exit 2; }
 mkdir -p "$outdir"
+outdir=$(cd "$outdir" && pwd)   # absolute: the build runs in the module folder
 tmp="$outdir/.$component.building.$$"
 trap 'rm -f "$tmp"' EXIT
 echo "build.sh: building $component $version from $pkg" >&2
