@@ -305,6 +305,16 @@ def test_mig_for_real_through_nvidia_s_mig_parted_plugin_and_gfd(lab):
     assert "Registered device plugin for 'nvidia.com/mig-1g.5gb' with Kubelet" in log
     out, counts = mig(lab, "all-1g.5gb")
     assert counts["changed"] == 0, out.stdout[-3000:]
+    # lab_mig_strategy=single: every MIG device is nvidia.com/gpu, and step 7's time-slicing
+    # config replicates them (28 x 5); GFD names the product by its MIG profile
+    mig(lab, "all-1g.5gb", "-e", "lab_mig_strategy=single")
+    node = lab.node()
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "140" and node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "0"
+    labels = node["metadata"]["labels"]
+    assert labels["nvidia.com/mig.strategy"] == "single" and labels["nvidia.com/gpu.count"] == "28"
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED"
+    mig(lab, "all-1g.5gb")                                  # back to mixed, the lab's default
+    assert lab.node()["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "28"
     out, counts = mig(lab, "all-balanced", "--check")
     assert lab.node()["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.5gb"
     assert sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout.count("MIG 1g.5gb") == 28
