@@ -115,7 +115,7 @@ lint: host-test venv
 unit: host-test venv oracle oracle2 oracle24
 	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(CURDIR)/$(ORACLE2) \
 	  CONTAINERD24_ORACLE=$(CURDIR)/$(ORACLE24) \
-	  $(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-unit tests/unit
+	  $(BIN)/pytest -q --durations=10 --basetemp=$(PYTEST_TMP)-unit tests/unit
 
 # needs the control-plane binaries the lab builds (molecule's converge builds them)
 cluster-tests: host-test venv
@@ -123,10 +123,10 @@ cluster-tests: host-test venv
 
 # the two halves make test runs side by side
 cluster-tests-docs: host-test venv
-	$(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-docs tests/cluster/test_docs.py
+	$(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)-docs tests/cluster/test_docs.py
 
 cluster-tests-rest: host-test venv
-	$(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-cluster tests/cluster --ignore=tests/cluster/test_docs.py
+	$(BIN)/pytest -q --durations=25 --basetemp=$(PYTEST_TMP)-cluster tests/cluster --ignore=tests/cluster/test_docs.py
 
 molecule: host-test venv
 	source $(BIN)/activate && molecule test --all
