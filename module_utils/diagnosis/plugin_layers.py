@@ -55,6 +55,10 @@ def device_plugin(seen):
         evidence.append(ev(t["source"], "%s -> caused at the %s layer" % (t["line"][:240],
                                                                           t["layer"])))
     mine = [t for t in texts if t["layer"] == "device-plugin"]
+    refused = [t for t in mine if t["what"].startswith(MIG_REFUSED)]
+    if refused:
+        evidence += text_ev(refused)
+        return verdict("device-plugin", "broken", evidence, _mig_refused(seen, refused[0]))
     if mine and not broken:
         evidence += text_ev(mine)
         broken = "%s: read the plugin's log on %s (kubectl logs) - %s" % (
@@ -65,6 +69,24 @@ def device_plugin(seen):
         return verdict("device-plugin", "broken", evidence, broken)
     return verdict("device-plugin", "ok", evidence, "the plugin runs and mounts the kubelet's "
                    "socket folder; go on to what the node advertises")
+
+
+# texts.TEXT_RULES' words for NVIDIA's plugin refusing a MIG layout under its strategy
+MIG_REFUSED = "the plugin refuses the node's MIG layout"
+
+
+def _mig_refused(seen, text):
+    """What to do when the plugin refused the node's MIG layout (a crash loop): its own words,
+    the strategy and layout the node's labels name (GFD's nvidia.com/mig.strategy, the MIG
+    manager's nvidia.com/mig.config)."""
+    labels = seen.labels
+    return ("the device plugin on %s refuses the node's MIG layout (nvidia.com/mig.config=%s, "
+            "nvidia.com/mig.strategy=%s) and exits before it registers - its log: \"%s\": the "
+            "single strategy needs one MIG profile on every MIG GPU; run the plugin with "
+            "MIG_STRATEGY=mixed or lay out one profile (ansible-playbook playbooks/mig.yml "
+            "-e mig_config=all-1g.5gb)" % (
+                seen.name, labels.get("nvidia.com/mig.config", "<unset>"),
+                labels.get("nvidia.com/mig.strategy", "<unset>"), text["match"].group(0)[:240]))
 
 
 def _plugin_sockets(facts):
@@ -171,6 +193,9 @@ def advertisement(seen):
     facts = seen.facts or {}
     gpus = facts.get("gpus")
     mine = [t for t in texts if t["layer"] == "node-advertisement"]
+    mig = _mig_change(seen, evidence)
+    if mig and (not amount(cap) or not amount(alloc) or (request and request > amount(alloc))):
+        return verdict("node-advertisement", "broken", evidence, mig)
     if not amount(cap) or not amount(alloc):
         return verdict("node-advertisement", "broken", evidence,
                        "the node does not advertise %s (capacity %s, allocatable %s): read the "
@@ -207,3 +232,34 @@ def advertisement(seen):
                            % (qty(request), alloc)))
     return verdict("node-advertisement", "ok", evidence,
                    "%s advertises %s %s; go on to the scheduler" % (name, alloc, seen.resource))
+
+
+def _mig_change(seen, evidence):
+    """A MIG layout change the node's labels say failed (k8s-mig-manager's protocol:
+    nvidia.com/mig.config asked, nvidia.com/mig.config.state failed - nvidia-mig-parted could not
+    apply it, e.g. a Pod held a MIG device): its labels and the MIG devices still advertised join
+    the evidence; what to do, or None when no change failed."""
+    labels, ref = seen.labels, seen.where.node(seen.name)
+    state = labels.get("nvidia.com/mig.config.state")
+    if state not in ("failed", "pending"):
+        return None
+    asked = labels.get("nvidia.com/mig.config", "<unset>")
+    evidence.append(ev("%s .metadata.labels" % ref, "nvidia.com/mig.config=%s "
+                       "nvidia.com/mig.config.state=%s" % (asked, state)))
+    alloc = (seen.node.get("status") or {}).get("allocatable") or {}
+    left = ["%s: %s" % (k, v) for k, v in sorted(alloc.items())
+            if k.startswith("nvidia.com/mig-") and amount(v)]
+    evidence.append(ev("%s .status.allocatable (MIG devices)" % ref, ", ".join(left) or "none"))
+    if state == "pending":
+        evidence.append(ev("note", "a MIG layout change to %s is under way (state pending): the "
+                           "device plugin is paused until it ends" % asked))
+        return None
+    return ("nvidia-mig-parted could not apply the MIG layout nvidia.com/mig.config=%s asks for "
+            "(nvidia.com/mig.config.state=failed): the GPUs keep their old layout, or part of it, "
+            "and %s advertises %s instead of %s%s - a layout cannot change under a "
+            "Pod holding a MIG device: find it (kubectl get pods -A --field-selector "
+            "spec.nodeName=%s), drain the node, then ask for the layout again (ansible-playbook "
+            "playbooks/mig.yml -e mig_config=%s)" % (asked, seen.name, ", ".join(left) or
+                                                     "no MIG device", seen.resource,
+                                                     " (the Pod's request)" if seen.pod else "",
+                                                     seen.name, asked))

@@ -45,6 +45,9 @@ TEXT_RULES = [
     ("container-runtime", "the plugin found no GPU: its container has no NVIDIA runtime or CDI "
      "(NVML not detected, 'Incompatible strategy detected auto'), or the driver lists none",
      re.compile(r"No devices found|Incompatible strategy detected", re.I)),
+    ("device-plugin", "the plugin refuses the node's MIG layout under its MIG strategy: single "
+     "needs one MIG profile on every MIG GPU (use mixed, or lay out one profile)",
+     re.compile(r"invalid MIG configuration.*|more than one MIG device type present.*", re.I)),
     ("device-plugin", "the kubelet's Allocate call to the device plugin failed "
      "(UnexpectedAdmissionError)", re.compile(r"UnexpectedAdmissionError|Allocate failed|"
                                               r"no healthy devices present|requested number of "

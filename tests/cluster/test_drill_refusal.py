@@ -19,3 +19,17 @@ def test_an_unknown_drill_is_refused_first(tmp_path):
     assert "unknown drill 'plugin-unplugged'; the drills are: kernel-update," in text, out.stdout[-2000:]
     assert "ok=0" in text and "failed=1" in text, out.stdout[-2000:]   # its first task, nothing before
     assert not (tmp_path / "state").exists() and not (tmp_path / "gpuop").exists()
+
+
+def test_a_mig_drill_is_refused_without_lab_node_1_s_gpu_half(tmp_path):
+    """The MIG drills (real_only) break nothing where lab-node-1's GPU half does not run: the
+    stand-ins have no MIG."""
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), ANSIBLE_FORCE_COLOR="0")
+    out = subprocess.run([PLAYBOOK, "playbooks/drill.yml", "-e", "drill=mig-layout-busy",
+                          "-e", "lab_cluster_name=no-such-lab", "-e", "lab_root=%s" % (tmp_path / "gpuop")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0, out.stdout[-2000:]
+    text = " ".join(out.stdout.split())
+    assert "mig-layout-busy needs lab-node-1's own GPU half" in text and "Nothing was changed." in text, out.stdout[-2000:]
+    assert "changed=0" in text and "failed=1" in text, out.stdout[-2000:]
+    assert not (tmp_path / "state").exists() and not (tmp_path / "gpuop").exists()

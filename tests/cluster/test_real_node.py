@@ -688,6 +688,12 @@ REAL_DRILLS = [
      "nvidia-smi on lab-node-1 fails: driver version mismatch"),
     ("xid", "node-advertisement", "19", "XidCriticalError: Xid=79 on Device=GPU-",
      "capacity 20 but allocatable 19 on lab-node-1 - the plugin marked a GPU unhealthy"),
+    # issue 40 item 7: all-balanced under MIG_STRATEGY=single (the plugin v0.19.3's words), and
+    # all-disabled asked while gpu-lab/mig-drill-holder holds a MIG device (mig-parted fails)
+    ("mig-strategy-mismatch", "device-plugin", "more than one MIG device type present on node",
+     "the device plugin's log: invalid MIG configuration under MIG_STRATEGY=single"),
+    ("mig-layout-busy", "node-advertisement", "nvidia.com/mig.config=all-disabled nvidia.com/mig.config.state=failed",
+     "node labels say nvidia.com/mig.config.state=failed, no nvidia.com/gpu allocatable"),
 ]
 
 
@@ -695,7 +701,8 @@ def test_drills_break_nvidia_s_own_components(lab):
     """After the fix (containerd holds nvidia), the drills NVIDIA's components can show break
     them on lab-node-1: the kubelet posts what the plugin reports, gpu_diagnose names the layer
     quoting the component, the grader passes a right answer; from one drill to the next through
-    the healthy path; reset brings every GPU back; runtime-not-loaded now stays on the stand-ins."""
+    the healthy path; reset brings every GPU back; runtime-not-loaded now stays on the stand-ins
+    (and mends the last MIG drill on the way: holder gone, all-disabled, strategy mixed)."""
     assert lab.running() == ["nvidia", "runc"]
     for name, layer, allocatable, words, answer in REAL_DRILLS:
         out, counts, state = drill(lab, name)
@@ -719,7 +726,8 @@ def test_drills_break_nvidia_s_own_components(lab):
     out, _, state = drill(lab, "runtime-not-loaded")
     assert (state["node"], state["real"]) == ("lab-node-0", False)
     assert "unloading it would undo your fix" in flat(out.stdout)
-    assert lab.node()["status"]["allocatable"]["nvidia.com/gpu"] == "20"    # the xid mended on the way
+    assert lab.node()["status"]["allocatable"]["nvidia.com/gpu"] == "20"    # the MIG drill mended on the way
+    assert lab.node()["metadata"]["labels"]["nvidia.com/mig.config.state"] == "success"
     out, _, state = drill(lab, "reset")
     node = lab.node()["status"]
     assert node["allocatable"]["nvidia.com/gpu"] == "20" and state["drill"] == ""

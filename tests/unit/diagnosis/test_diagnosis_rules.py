@@ -409,6 +409,13 @@ GFD = plugin_pod("gfd-1", container="gpu-feature-discovery-ctr")
 ALLOCATE = "UnexpectedAdmissionError: Allocate failed due to rpc error: no healthy devices present"
 DP_OK = "the plugin runs and mounts the kubelet's socket folder; go on to what the node advertises"
 NO_POD = "the device-plugin DaemonSet has no Pod on n1: check its nodeSelector/affinity/tolerations"
+PLUGIN_LOG = "log of gpu-operator/dp-1 (device-plugin Pod)"
+# NVIDIA's device plugin v0.19.3, MIG_STRATEGY=single over all-balanced on lab-node-1 (real output)
+MIG_SINGLE = ("E1205 10:15:29.800611      77 main.go:185] error starting plugins: error getting plugins: "
+              "unable to create plugins: failed to construct resource managers: error building device map: "
+              "error building device map from config.resources: invalid MIG configuration: error visiting "
+              "devices: error visiting device: error visiting device: error visiting MIG device: error "
+              "visiting MIG device: more than one MIG device type present on node")
 DEVICE_PLUGIN = [
     case("pods-unreadable", "skipped", reason="the bundle has no cluster/pods.json",
          plugin_why="the bundle has no cluster/pods.json", nxt="kubectl get pods -A -o json",
@@ -451,6 +458,19 @@ DEVICE_PLUGIN = [
                                                   "value": CRASH_FS}]},
          nxt="is Running (Ready=False); it said last: " + CRASH_FS[:200],
          evidence=[("log of gpu-operator/dp-1 [container nvidia-device-plugin]", CRASH_FS)]),
+    # NVIDIA's plugin v0.19.3 with MIG_STRATEGY=single over all-balanced (drill
+    # mig-strategy-mismatch on lab-node-1, `kubectl logs` of its crash-looping container,
+    # 2026-12-05): it refuses the layout in its own words - they name the verdict
+    case("plugin-refuses-mig-layout", "broken", plugin_pods=[plugin_pod(ready="False")],
+         node=node(labels={"nvidia.com/mig.config": "all-balanced", "nvidia.com/mig.strategy": "single"}),
+         texts=said(MIG_SINGLE, PLUGIN_LOG),
+         last_errors={("gpu-operator", "dp-1"): [{"source": PLUGIN_LOG, "value": MIG_SINGLE[-300:]}]},
+         nxt=["the device plugin on n1 refuses the node's MIG layout (nvidia.com/mig.config=all-balanced, "
+              "nvidia.com/mig.strategy=single)", '"invalid MIG configuration: error visiting devices:',
+              "more than one MIG device type present on node\"", "MIG_STRATEGY=mixed"],
+         evidence=[(PLUGIN_LOG, Has("invalid MIG configuration")),
+                   (PLUGIN_LOG, Has("more than one MIG device type present on node"))],
+         absent=["it said last"]),
     case("plugin-ready-unset", "broken", plugin_pods=[dict(plugin_pod(), status={"phase": "Running"})],
          nxt="is Running (Ready=None)", evidence=[("Pod gpu-operator/dp-1", Has("Ready=<unset>"))]),
     case("plugin-without-socket-mount", "broken", plugin_pods=[plugin_pod(mounted=False), plugin_pod("dp-2", "Failed")],
@@ -475,6 +495,8 @@ def test_device_plugin(fields, status, reason, nxt, evidence, absent):
 # ----------------------------------------------------------------------- node advertisement
 CAP = ("node n1 .status.capacity[nvidia.com/gpu]", "2")
 UNHEALTHY = "the plugin marked a GPU unhealthy after an Xid"
+MIG_FAILED = {"nvidia.com/mig.config": "all-disabled", "nvidia.com/mig.config.state": "failed",
+              "nvidia.com/mig.strategy": "mixed"}
 ADVERTISEMENT = [
     case("advertised", "ok", nxt="n1 advertises 2 nvidia.com/gpu; go on to the scheduler",
          facts=dict(SMI), evidence=[CAP, ("node n1 .status.allocatable[nvidia.com/gpu]", "2"),
@@ -508,6 +530,26 @@ ADVERTISEMENT = [
          nxt="the Pod needs 2 nvidia.com/gpu; n1 has 2 but only 1 are healthy",
          evidence=[(FACTS + " kernel_xid", XID48), (KUBELET, "marking device GPU-1 as unhealthy")], absent=[XID13]),
     case("unhealthy-pod-fits", "ok", node=node(cap="4", alloc="3"), **NO_RC, request=2, absent=["note"]),
+    # a layout change under a Pod holding a MIG device (drill mig-layout-busy on lab-node-1: the
+    # node after `mig.yml -e mig_config=all-disabled` failed, 2026-12-05): the labels say why
+    case("mig-change-failed", "broken", **NO_RC,
+         node=dict(node(cap="20", alloc="0", labels=MIG_FAILED),
+                   status={"capacity": {"nvidia.com/gpu": "20", "nvidia.com/mig-1g.5gb": "4"},
+                           "allocatable": {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.5gb": "4",
+                                           "nvidia.com/mig-2g.10gb": "0"}}),
+         nxt=["nvidia-mig-parted could not apply the MIG layout nvidia.com/mig.config=all-disabled asks for "
+              "(nvidia.com/mig.config.state=failed)", "advertises nvidia.com/mig-1g.5gb: 4 instead of "
+              "nvidia.com/gpu (the Pod's request)", "mig.yml -e mig_config=all-disabled"],
+         evidence=[("node n1 .metadata.labels", "nvidia.com/mig.config=all-disabled nvidia.com/mig.config.state=failed"),
+                   ("node n1 .status.allocatable (MIG devices)", "nvidia.com/mig-1g.5gb: 4")],
+         absent=["journalctl"]),
+    case("mig-change-failed-pod-fits", "ok", node=node(cap="4", labels=MIG_FAILED), **NO_RC, request=1,
+         evidence=[("node n1 .metadata.labels", Has("state=failed"))]),
+    case("mig-change-pending", "broken", node=node(cap="2", alloc="0", labels=dict(
+        MIG_FAILED, **{"nvidia.com/mig.config.state": "pending"})),
+         nxt="the node does not advertise nvidia.com/gpu", evidence=[("note", Has("state pending"))]),
+    case("mig-change-done", "ok", node=node(labels=dict(MIG_FAILED, **{"nvidia.com/mig.config.state": "success"})),
+         absent=["mig.config"]),
     case("pod-asks-more-than-node", "ok", node=node(cap="2", alloc="1"), **NO_RC, request=4,
          evidence=[("note", "the Pod asks for 4, more than the 1 allocatable - a scheduling finding, the "
                     "advertisement itself is right")]),

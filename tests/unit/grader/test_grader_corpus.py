@@ -186,3 +186,28 @@ def test_module_utils_hold_no_copy_of_what_the_lab_deploys():
 
 def test_drill_words_cover_exactly_the_diagnosis_layers():
     assert sorted(Grader.DRILL_WORDS) == sorted(LAYERS)
+
+
+# the MIG drills on lab-node-1 (issue 40 item 7): answers quoting NVIDIA's components - the
+# device plugin's refusal under MIG_STRATEGY=single, mig-parted's failed state label (real
+# output of drills mig-strategy-mismatch and mig-layout-busy on a lab, 2026-12-05)
+@pytest.mark.parametrize("drill,layer,evidence,passes", [
+    ("mig-strategy-mismatch", "device-plugin", "kubectl logs of the plugin: invalid MIG configuration: ... more "
+     "than one MIG device type present on node", True),
+    ("mig-strategy-mismatch", "device-plugin", "the GPUs are split into instances", False),
+    ("mig-layout-busy", "node-advertisement", "node labels nvidia.com/mig.config=all-disabled "
+     "nvidia.com/mig.config.state=failed, a Pod holds a MIG device", True),
+    ("mig-layout-busy", "node-advertisement", "some Pod is in the way", False),
+])
+def test_mig_drill_answers_are_graded_by_their_evidence(tmp_path, settings, drill, layer, evidence, passes):
+    import json
+    state = tmp_path / "drill.json"
+    state.write_text(json.dumps({"drill": drill, "layer": layer, "node": "lab-node-1", "real": True,
+                                 "pod": "gpu-drill/cuda-drill"}))
+    (tmp_path / "drills").mkdir()
+    (tmp_path / "drills" / (drill + ".txt")).write_text("LAYER=%s\nEVIDENCE=%s\n" % (layer, evidence))
+    grader = Grader(str(tmp_path), kubeconfig=str(tmp_path / "no-kubeconfig"), **settings)
+    reasons = grader.drill(drill, str(state)).as_dict()["reasons"]
+    # no cluster here: the live diagnosis is judged on a lab (tests/cluster/test_real_node.py)
+    assert [r for r in reasons if UNREACHABLE not in r] == ([] if passes else [
+        [r for r in reasons if r.startswith("EVIDENCE does not name")][0]])
