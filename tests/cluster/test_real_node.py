@@ -548,6 +548,8 @@ def test_graded_fix(lab):
     out, _ = play("playbooks/reboot.yml", *lab.extra)   # the gate passes a node that is down
     assert "lab-node-1 is not Ready: its sentinel does not run" in flat(out.stdout)
     assert lab.ready() == "True" and lab.running() == ["nvidia", "runc"]
+    # a reboot leaves no cgroup of the last boot behind: the kubelet found none to adopt
+    assert "Failed to create existing container" not in (lab.node_dir / "kubelet.log").read_text()
     lab.sentinel_says("False", "False")                     # after the reboot fix: both False
     sh(BIN / "kubectl", "--kubeconfig", lab.kubeconfig, "apply", "-f", "-", input=RUNTIME_CHECK)
     lab.kubectl("-n", "gpu-lab", "wait", "--for=condition=Ready", "pod/runtime-check", "--timeout=90s",

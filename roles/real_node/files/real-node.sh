@@ -257,6 +257,8 @@ holder_up() {
   if alive holder "$S/nodebin/pause"; then return 0; fi
   mkdir -p "$S/etc-containerd" "$S/cni/net.d" "$S/containerd-root" "$S/kubelet" "$S/run-containerd"
   rm -rf "$S/ov" "$S/run-containerd"/* 2>/dev/null || true    # a boot starts from a clean /run
+  # ... and without the cgroups of processes gone with the last one (rmdir leaves a live one be)
+  [ -n "$(cgroup_pids)" ] || cgroup_remove
   mounts_script > "$S/holder.sh"
   cgroup_create
   # the holder: a private mount namespace inside the node's network namespace, kept by pause
@@ -589,6 +591,7 @@ case "$cmd" in
       # the node's view changed (the GPU half switched on or off, a newer lab): as a node whose
       # mounts change, it goes down and comes back with the new view
       kill_all
+      cgroup_remove
       say "the node's view changed (lab_gpu_stack=$GPU_STACK): its processes stopped, its namespaces set up anew"
     fi
     alive holder "$S/nodebin/pause" || fresh=1
@@ -624,7 +627,11 @@ case "$cmd" in
     [ -f "$S/holder.pid" ] || die "no real node here ($S): run lab.yml first"
     prepare
     kill_all
-    say "the node went down: every process stopped, its mounts gone with its mount namespace"
+    # a boot starts with no cgroup of the last one: left behind, each container's cgroup costs the
+    # kubelet's cAdvisor about 3 s at start ("Failed to create existing container"), a minute with
+    # step 7's Pods
+    cgroup_remove
+    say "the node went down: every process stopped, its mounts and cgroups gone with it"
     net_up
     holder_up
     forward_up
