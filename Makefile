@@ -10,11 +10,16 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 ORACLE := .cache/containerd/usr/bin/containerd
-ORACLE2 := .cache/containerd2/containerd
-ORACLE24 := .cache/containerd24/containerd
+# what the lab builds is kept per machine, not per checkout (toolchain/build.sh writes it): the
+# control plane's and NVIDIA's binaries in LAB_BIN, containerd 2.x in containerd-<version>/ - the
+# real node runs the same binaries there (roles/real_node/vars/main.yml), the 2.x oracles below
+LAB_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpu-incident-lab
+LAB_BIN ?= $(LAB_CACHE)/bin
+ORACLE2 := $(LAB_CACHE)/containerd-$(CONTAINERD_2)/containerd
+ORACLE24 := $(LAB_CACHE)/containerd-$(CONTAINERD_24)/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: host-lab host-test binaries lane-checks lane-molecule lane-cluster lane-docs collection-unlocked cluster-tests-docs cluster-tests-rest lab environment grade teardown test suite lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
+.PHONY: host-lab host-test binaries lane-checks lane-molecule lane-cluster lane-docs lane-guide lane-real-node lane-gpu-node collection-unlocked cluster-tests-docs cluster-tests-guide cluster-tests-real-node cluster-tests-gpu-node cluster-tests-rest lab environment grade teardown test suite lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
 
 # What the two commands need on the host (Debian packages), from one list: toolchain/host-packages.
 # Installed with apt-get when missing, a line each saying why; without root, both stop before doing
@@ -47,25 +52,27 @@ test: host-test lab-snapshot
 	  [ $$status -eq 0 ] || echo "make test: failed (the suite's status $$status; the lab's comparison above)" >&2; \
 	  exit $$status
 
-# The suite in lanes, two at a time (2 cores): the cluster tests (tests/cluster without the docs),
-# the docs run as printed (tests/cluster/test_docs.py), Molecule, and the checks (lint, unit,
-# collection, sanity). They share nothing but the built binaries (made first, once), the venv (made
-# first), Debian's packages the real node unpacks (real-node.sh takes turns) and dist/ (`make
-# collection` takes turns: the docs run it too). Each lane's output goes to its log and is printed
-# whole when the lane ends, so lanes never interleave. Molecule and the cluster tests mostly wait on
-# control planes and kubelets; bench/README.md ("make test, by stage") has the before and after.
-# `make suite LANES=1` runs the lanes one after another.
+# The suite in lanes, LANES at a time (default 3 on 2 cores: the lanes that drive labs mostly wait
+# on control planes, kubelets and containerd): the real node's incident path
+# (tests/cluster/test_real_node.py) and its GPU stack (test_real_node_gpu.py), each on a lab of its
+# own; the other cluster tests; the guide as printed and the README as printed (test_docs.py);
+# Molecule; the checks (lint, unit, collection, sanity). Longest first, so the short ones fill the
+# gaps. They share nothing but what is built once before them (the lab's binaries, the containerd
+# oracles, the venv), Debian's packages the real node unpacks (real-node.sh takes turns) and dist/
+# (`make collection` takes turns: the docs run it too). Each lane's output goes to its log and is
+# printed whole when the lane ends, so lanes never interleave; bench/README.md ("make test, by
+# stage") has the before and after. `make suite LANES=1` runs the lanes one after another.
 TEST_LOGS := .cache/test-logs
 # each pytest run a temp folder of its own: pytest keeps the last three of /tmp/pytest-of-<user>/ and
 # removes older ones as a session starts - a lane's session would delete a running lane's folders
 PYTEST_TMP ?= $(or $(TMPDIR),/tmp)/gpu-incident-lab-pytest-$(shell id -u)
-LANES ?= 2
-LAB_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpu-incident-lab/bin
-suite: host-test venv binaries
+LANES ?= 3
+SUITE_LANES := lane-gpu-node lane-real-node lane-molecule lane-cluster lane-guide lane-checks lane-docs
+suite: host-test venv binaries oracle oracle2 oracle24
 	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log
-	@echo "make test: lanes cluster, docs, molecule, checks (lint unit collection sanity), $(LANES) at a time;" \
+	@echo "make test: lanes $(patsubst lane-%,%,$(SUITE_LANES)), $(LANES) at a time;" \
 	  "each prints whole when it ends - follow them live: tail -f $(TEST_LOGS)/<lane>.log"
-	@$(MAKE) --no-print-directory -k -j$(LANES) lane-cluster lane-docs lane-molecule lane-checks
+	@$(MAKE) --no-print-directory -k -j$(LANES) $(SUITE_LANES)
 
 LANE = start=$$(date +%s); echo "make test: lane $(1) started ($(2))"; \
   $(MAKE) --no-print-directory $(2) > $(TEST_LOGS)/$(1).log 2>&1; status=$$?; \
@@ -79,8 +86,17 @@ lane-checks:
 lane-molecule:
 	+@$(call LANE,molecule,molecule)
 
+lane-real-node:
+	+@$(call LANE,real-node,cluster-tests-real-node)
+
+lane-gpu-node:
+	+@$(call LANE,gpu-node,cluster-tests-gpu-node)
+
 lane-cluster:
 	+@$(call LANE,cluster,cluster-tests-rest)
+
+lane-guide:
+	+@$(call LANE,guide,cluster-tests-guide)
 
 lane-docs:
 	+@$(call LANE,docs,cluster-tests-docs)
@@ -113,20 +129,31 @@ lint: host-test venv
 	shellcheck -x $(SHELL_SCRIPTS)
 
 unit: host-test venv oracle oracle2 oracle24
-	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(CURDIR)/$(ORACLE2) \
-	  CONTAINERD24_ORACLE=$(CURDIR)/$(ORACLE24) \
+	CONTAINERD_ORACLE=$(CURDIR)/$(ORACLE) CONTAINERD2_ORACLE=$(ORACLE2) \
+	  CONTAINERD24_ORACLE=$(ORACLE24) \
 	  $(BIN)/pytest -q --durations=10 --basetemp=$(PYTEST_TMP)-unit tests/unit
 
 # needs the control-plane binaries the lab builds (molecule's converge builds them)
 cluster-tests: host-test venv
 	$(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-cluster tests/cluster
 
-# the two halves make test runs side by side
+# the parts make test runs side by side (lanes above); each a temp folder of its own
+CLUSTER_OWN_LANES := test_docs.py test_real_node.py test_real_node_gpu.py
+cluster-tests-real-node: host-test venv
+	$(BIN)/pytest -q --durations=25 --basetemp=$(PYTEST_TMP)-real-node tests/cluster/test_real_node.py
+
+cluster-tests-gpu-node: host-test venv
+	$(BIN)/pytest -q --durations=25 --basetemp=$(PYTEST_TMP)-gpu-node tests/cluster/test_real_node_gpu.py
+
+# the guide (docs/steps.md, both languages) as printed, and everything else of test_docs.py
+cluster-tests-guide: host-test venv
+	$(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)-guide tests/cluster/test_docs.py -k guide
+
 cluster-tests-docs: host-test venv
-	$(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)-docs tests/cluster/test_docs.py
+	$(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)-docs tests/cluster/test_docs.py -k "not guide"
 
 cluster-tests-rest: host-test venv
-	$(BIN)/pytest -q --durations=25 --basetemp=$(PYTEST_TMP)-cluster tests/cluster --ignore=tests/cluster/test_docs.py
+	$(BIN)/pytest -q --durations=25 --basetemp=$(PYTEST_TMP)-cluster tests/cluster $(addprefix --ignore=tests/cluster/,$(CLUSTER_OWN_LANES))
 
 molecule: host-test venv
 	source $(BIN)/activate && molecule test --all
@@ -159,20 +186,17 @@ $(ORACLE):
 	$(ORACLE) --version | grep -F " $(CONTAINERD_DEBIAN)"
 
 # containerd CONTAINERD_2 built from its pinned Go module (toolchain/containerd2), the second oracle:
-# how 2.x merges and migrates. No cgo; about 2-5 minutes the first time.
-oracle2: $(ORACLE2)
-
-$(ORACLE2): toolchain/containerd2/go.mod toolchain/containerd2/go.sum
-	toolchain/build.sh containerd:$(CONTAINERD_2) $(dir $@)
-	$@ --version | grep -F " $(CONTAINERD_2)"
+# how 2.x merges and migrates. No cgo; about 2-5 minutes the first time, once per machine (the
+# real node's containerd 2.2.0 is the same binary); its --version is the check, not a file's age.
+oracle2:
+	@$(ORACLE2) --version 2>/dev/null | grep -qF " $(CONTAINERD_2)" || toolchain/build.sh containerd:$(CONTAINERD_2) $(dir $(ORACLE2))
+	$(ORACLE2) --version | grep -F " $(CONTAINERD_2)"
 
 # containerd CONTAINERD_24, the third oracle: 2.3+ migrates each file to the current config version
 # before merging. Same flags as the second; a few minutes the first time.
-oracle24: $(ORACLE24)
-
-$(ORACLE24): toolchain/containerd24/go.mod toolchain/containerd24/go.sum
-	toolchain/build.sh containerd:$(CONTAINERD_24) $(dir $@)
-	$@ --version | grep -F " $(CONTAINERD_24)"
+oracle24:
+	@$(ORACLE24) --version 2>/dev/null | grep -qF " $(CONTAINERD_24)" || toolchain/build.sh containerd:$(CONTAINERD_24) $(dir $(ORACLE24))
+	$(ORACLE24) --version | grep -F " $(CONTAINERD_24)"
 
 # The collection gpu_incident.lab, built from the same sources the lab runs: tools/build_collection.py
 # stages what collection/ships.yml lists (and what that imports) under build/, ansible-galaxy packs

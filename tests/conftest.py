@@ -19,6 +19,11 @@ import versions as _versions  # noqa: E402  (tests/versions.py: toolchain/versio
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 
 
+def lab_cache():
+    """Where the lab keeps what it builds, per machine (the Makefile's LAB_CACHE)."""
+    return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "gpu-incident-lab"
+
+
 def oracle_path():
     """The real containerd 1.6.20 used as the oracle (make oracle installs it)."""
     candidates = [os.environ.get("CONTAINERD_ORACLE"),
@@ -41,9 +46,11 @@ def containerd_oracle():
 
 @pytest.fixture(scope="session")
 def containerd2_oracle():
-    """containerd 2.2.0 built from toolchain/containerd2 (make oracle2)."""
+    """containerd 2.2.0 built from toolchain/containerd2 (make oracle2: the lab's cache, where the
+    real node's containerd 2.2.0 is the same binary)."""
     import glob
-    candidates = [os.environ.get("CONTAINERD2_ORACLE"), str(ROOT / ".cache/containerd2/containerd")]
+    candidates = [os.environ.get("CONTAINERD2_ORACLE"),
+                  str(lab_cache() / ("containerd-%s/containerd" % _versions.versions()["CONTAINERD_2"]))]
     path = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
     if path is None:
         pytest.fail("containerd 2.2.0 not found: run `make oracle2` (builds it from "
@@ -60,7 +67,8 @@ def containerd24_oracle():
     """containerd 2.4.2 built from toolchain/containerd24 (make oracle24): 2.3+ migrates each
     file before merging."""
     import glob
-    candidates = [os.environ.get("CONTAINERD24_ORACLE"), str(ROOT / ".cache/containerd24/containerd")]
+    candidates = [os.environ.get("CONTAINERD24_ORACLE"),
+                  str(lab_cache() / ("containerd-%s/containerd" % _versions.versions()["CONTAINERD_24"]))]
     path = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
     if path is None:
         pytest.fail("containerd 2.4.2 not found: run `make oracle24` (builds it from "
