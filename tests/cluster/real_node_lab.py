@@ -233,7 +233,9 @@ def real_lab(tmp_path_factory):
 
 def fixed(lab):
     """The reboot fix as test_real_node's graded fix makes it: the drop-in keeps runc and adds
-    nvidia, reboot.yml loads both (the gate lets a correct drop-in through)."""
+    nvidia, reboot.yml loads both (the gate lets a correct drop-in through once the sentinel ran
+    its check on it)."""
     (lab.root / "etc/containerd/conf.d/99-nvidia.toml").write_text(FIXED_DROPIN)
+    lab.sentinel_says("False", "True")      # the gate reads the sentinel: it has seen the fix first
     play("playbooks/reboot.yml", *lab.extra)
     assert lab.ready() == "True" and lab.running() == ["nvidia", "runc"]
