@@ -74,10 +74,13 @@ suite: host-test venv binaries oracle oracle2 oracle24
 	  "each prints whole when it ends - follow them live: tail -f $(TEST_LOGS)/<lane>.log"
 	@$(MAKE) --no-print-directory -k -j$(LANES) $(SUITE_LANES)
 
+# a lane's end line: its wall time, and the CPU its processes used (bash's `times`: the children
+# it waited for; daemons that detach - control planes, sshd - are not counted)
 LANE = start=$$(date +%s); echo "make test: lane $(1) started ($(2))"; \
   $(MAKE) --no-print-directory $(2) > $(TEST_LOGS)/$(1).log 2>&1; status=$$?; \
+  times > $(TEST_LOGS)/$(1).times; cpu=$$(tail -1 $(TEST_LOGS)/$(1).times | awk '{n = 0; for (i = 1; i <= 2; i++) {split($$i, t, /[ms]/); n += t[1] * 60 + t[2]}; printf "%d", n}'); \
   { flock 9; cat $(TEST_LOGS)/$(1).log; \
-    echo "make test: lane $(1) ($(2)) $$([ $$status -eq 0 ] && echo passed || echo FAILED) in $$(( $$(date +%s) - start )) s"; \
+    echo "make test: lane $(1) ($(2)) $$([ $$status -eq 0 ] && echo passed || echo FAILED) in $$(( $$(date +%s) - start )) s (CPU $$cpu s)"; \
   } 9>$(TEST_LOGS)/.print-lock; exit $$status
 
 lane-checks:

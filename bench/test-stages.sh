@@ -28,14 +28,14 @@ total=$(( $(date +%s) - start ))
 kill "$sampler" 2>/dev/null
 printf '\n| lane | starts at (s) |\n|---|---|\n'
 awk -v s="$start" '/make test: lane [a-z-]+ started/ {print "|", $5, "|", $1 - s, "|"}' "$log"
-printf '\n| lane | seconds |\n|---|---|\n'
-grep -oE 'make test: lane [a-z-]+ \([^)]*\) (passed|FAILED) in [0-9]+ s' "$log" |
-  sed -E 's/make test: lane ([a-z-]+) \(([^)]*)\) (passed|FAILED) in ([0-9]+) s/| \1 (\2, \3) | \4 |/'
+printf '\n| lane | seconds | CPU seconds of its processes |\n|---|---|---|\n'
+grep -oE 'make test: lane [a-z-]+ \([^)]*\) (passed|FAILED) in [0-9]+ s( \(CPU [0-9]+ s\))?' "$log" |
+  sed -E 's/make test: lane ([a-z-]+) \(([^)]*)\) (passed|FAILED) in ([0-9]+) s( \(CPU ([0-9]+) s\))?/| \1 (\2, \3) | \4 | \6 |/'
 printf '\n| slowest pytest items | seconds |\n|---|---|\n'
 grep -E '^[0-9]+ [0-9.]+s (call|setup|teardown) ' "$log" | awk '{printf "| %s %s | %s |\n", $3, $4, $2}' |
   sort -t'|' -k3 -rn | head -15
 printf '\n| minutes | cores busy (%%, 2 cores = 100) |\n|---|---|\n'
-awk '{m = int($1 / 300); s[m] += $2; n[m]++} END {for (k in s) printf "| %d-%d | %d |\n", 5 * k, 5 * k + 5, s[k] / n[k]}' "$log.cpu" | sort -t- -k1 -n
+awk '{m = int($1 / 300); s[m] += $2; n[m]++} END {for (k in s) printf "| %d-%d | %d |\n", 5 * k, 5 * k + 5, s[k] / n[k]}' "$log.cpu" | sort -k2,2n
 awk '{s += $2; n++} END {if (n) printf "cores busy over the run: %d %%\n", s / n}' "$log.cpu"
 printf '\nmake %s: exit %s, %s s in all; the whole output: %s\n' "${BENCH_TARGET:-test}" "$status" "$total" "$log"
 exit "$status"
