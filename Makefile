@@ -56,8 +56,9 @@ test: host-test lab-snapshot
 # on control planes, kubelets and containerd): the real node's incident path
 # (tests/cluster/test_real_node.py) and its GPU stack (test_real_node_gpu.py), each on a lab of its
 # own; the other cluster tests; the guide as printed and the README as printed (test_docs.py);
-# Molecule; the checks (lint, unit, collection, sanity). Longest first, so the short ones fill the
-# gaps. They share nothing but what is built once before them (the lab's binaries, the containerd
+# Molecule; the checks (lint, unit, collection, sanity). The cores are what they share most (busy
+# over 90 % with three lanes: bench/README.md), so the lanes that wait most start first and the
+# checks, which only compute, last - the lanes end close together instead of one alone. They share nothing but what is built once before them (the lab's binaries, the containerd
 # oracles, the venv), Debian's packages the real node unpacks (real-node.sh takes turns) and dist/
 # (`make collection` takes turns: the docs run it too). Each lane's output goes to its log and is
 # printed whole when the lane ends, so lanes never interleave; bench/README.md ("make test, by
@@ -67,7 +68,7 @@ TEST_LOGS := .cache/test-logs
 # removes older ones as a session starts - a lane's session would delete a running lane's folders
 PYTEST_TMP ?= $(or $(TMPDIR),/tmp)/gpu-incident-lab-pytest-$(shell id -u)
 LANES ?= 3
-SUITE_LANES := lane-gpu-node lane-real-node lane-molecule lane-cluster lane-guide lane-checks lane-docs
+SUITE_LANES := lane-gpu-node lane-real-node lane-guide lane-docs lane-cluster lane-molecule lane-checks
 suite: host-test venv binaries oracle oracle2 oracle24
 	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log
 	@echo "make test: lanes $(patsubst lane-%,%,$(SUITE_LANES)), $(LANES) at a time;" \
