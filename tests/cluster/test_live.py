@@ -3,6 +3,7 @@ import re
 
 import pytest
 
+import kube_objects
 import manifest_drift
 import node_resources
 import pod_wait
@@ -69,6 +70,50 @@ def test_manifest_drift_names_an_unknown_kind(module_runner, cluster):
     out = module_runner(manifest_drift.main, {"kubeconfig": cluster, "definitions": [
         {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "p"}}]})
     assert out["failed"] and "cannot read ClusterPolicy p" in out["msg"] and "nvidia.com/v1" in out["msg"]
+
+
+# ------------------------------------------------------------------ kube_objects
+def test_kube_objects_returns_what_kubernetes_core_k8s_info_returns(module_runner, cluster, kube, namespace):
+    """The oracle is kubernetes.core.k8s_info itself, run on the same cluster with the same
+    arguments: RV(resources) and api_found equal, object for object."""
+    from ansible_collections.kubernetes.core.plugins.modules import k8s_info
+    path = "/api/v1/namespaces/%s/configmaps" % namespace
+    for name, app in (("a-1", "a"), ("a-2", "a"), ("b-1", "b")):
+        body = configmap(namespace, name, name)
+        body["metadata"]["labels"] = {"app": app, "tier": "gpu" if name != "a-2" else "cpu"}
+        kube.create(path, body)
+    queries = [
+        dict(kind="ConfigMap", namespace=namespace),
+        dict(kind="ConfigMap", namespace=namespace, label_selectors=["app=a"]),
+        dict(kind="ConfigMap", namespace=namespace, label_selectors=["app=a", "tier!=cpu"]),
+        dict(kind="ConfigMap", namespace=namespace, label_selectors=["app in (a,b)", "tier"]),
+        dict(kind="ConfigMap", label_selectors=["app=b"]),                     # every namespace
+        dict(kind="ConfigMap", namespace=namespace, field_selectors=["metadata.name=b-1"]),
+        dict(kind="ConfigMap", namespace=namespace, name="a-2"),
+        dict(kind="ConfigMap", namespace=namespace, name="none"),             # not found: []
+        dict(kind="Namespace", name=namespace),                               # not namespaced
+        dict(kind="DaemonSet", api_version="apps/v1", namespace=namespace),   # another group, none
+        dict(kind="Gadget", namespace=namespace),                             # a kind not served
+    ]
+    for query in queries:
+        args = dict(query, kubeconfig=cluster)
+        ours, theirs = module_runner(kube_objects.main, args), module_runner(k8s_info.main, args)
+        assert not ours["failed"] and not theirs["failed"], (query, ours, theirs.get("msg"))
+        assert ours["api_found"] == theirs["api_found"], (query, ours["api_found"])
+        assert ours["resources"] == theirs["resources"], query
+        assert not ours["changed"]
+    assert [c["metadata"]["name"] for c in module_runner(kube_objects.main, dict(queries[2], kubeconfig=cluster))["resources"]] == ["a-1"]
+    assert module_runner(kube_objects.main, dict(queries[-1], kubeconfig=cluster))["api_found"] is False
+
+
+def test_kube_objects_refuses_what_the_api_server_cannot_mean(module_runner, cluster, namespace):
+    out = module_runner(kube_objects.main, dict(kubeconfig=cluster, kind="ConfigMap", namespace=namespace,
+                                                name="a", label_selectors=["app=a"]))
+    assert out["failed"] and "give the name or the selectors, not both" in out["msg"]
+    out = module_runner(kube_objects.main, dict(kubeconfig=cluster, kind="Node", namespace=namespace))
+    assert out["failed"] and "Node (v1) is not namespaced: give no namespace" in out["msg"]
+    out = module_runner(kube_objects.main, dict(kubeconfig=cluster, kind="ConfigMap", label_selectors=["app in (a"]))
+    assert out["failed"] and out["msg"].startswith("kube_objects v1 ConfigMap: 400 Bad Request")
 
 
 # ------------------------------------------------------------------ nodes

@@ -23,6 +23,11 @@
 set -euo pipefail
 
 cmd=${1:?usage: real-node.sh converge|reboot|status|down|exec STATE}
+# The node's helpers (nodebin/*.py, the standard library only) run with the system's Python 3
+# where there is one: `python3` from PATH may be a pyenv shim, ~0.1 s of CPU a call against
+# ~0.01 s - and every exec and status calls one (bench/README.md, session 14)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
 
 probe() {
   [ "$(id -u)" = 0 ] || { echo "no: not root (a real node needs root for namespaces and cgroups)"; return; }
@@ -69,7 +74,7 @@ KUBELET_STARTED=""
 
 say() { actions+=("$*"); echo "real-node: $*" >&2; }
 die() { echo "real-node: $*" >&2; printf '{"failed": true, "msg": %s}\n' "$(json_str "$*")"; exit 1; }
-json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }   # works before nodebin exists
+json_str() { "$PY" -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }   # works before nodebin exists
 
 alive() { # pidfile [expected-substring-of-cmdline]
   local p
@@ -186,7 +191,7 @@ in_node() { # run in the node's mount and network namespace (the holder's)
 }
 
 view_sync() { # main|all: the node's /etc/containerd from LAB/etc/containerd (nodebin/node_view.py)
-  python3 "$S/nodebin/node_view.py" "$LAB_ROOT/etc/containerd" "$S/etc-containerd" "$1" "$LAB_ROOT" \
+  "$PY" "$S/nodebin/node_view.py" "$LAB_ROOT/etc/containerd" "$S/etc-containerd" "$1" "$LAB_ROOT" \
     "$VIEW_REWRITE_SYSTEMD" "$VIEW_RESTRICT_OOM"
 }
 
@@ -287,7 +292,7 @@ wait_for() { # seconds what fn... : poll fn every 0.2 s until it succeeds, else 
 
 forward_up() {
   if alive forward "netns_forward.py"; then return 0; fi
-  setsid python3 "$S/nodebin/netns_forward.py" "/run/netns/$NETNS" "$API_PORT" > "$S/forward.log" 2>&1 < /dev/null &
+  setsid "$PY" "$S/nodebin/netns_forward.py" "/run/netns/$NETNS" "$API_PORT" > "$S/forward.log" 2>&1 < /dev/null &
   echo $! > "$S/forward.pid"
   say "API server port $API_PORT carried into the node's loopback"
 }
@@ -334,7 +339,7 @@ containerd_start() { # incident|reboot
   [ -f "$S/etc-containerd/config.toml" ] && config_arg=(--config /etc/containerd/config.toml)
   supervised containerd "$CONTAINERD_BIN_DIR/containerd" "${config_arg[@]}"
   wait_for "$WAIT_TIMEOUT" "containerd to answer on its socket" cri_ready
-  python3 "$S/nodebin/node_state.py" boot-record "$S" "$mode" "$LAB_ROOT/etc/containerd/config.toml" \
+  "$PY" "$S/nodebin/node_state.py" boot-record "$S" "$mode" "$LAB_ROOT/etc/containerd/config.toml" \
     "$CONTAINERD_VERSION" "$VIEW_FLAGS"
   if [ "$mode" = incident ]; then
     say "containerd $CONTAINERD_VERSION started from the main config alone (as on the incident day)"
@@ -375,7 +380,7 @@ status_json() { # ACTIONS (\x1f-separated): what runs, as JSON (nodebin/node_sta
   if alive containerd "containerd" && alive holder; then
     in_node crictl info > "$cri_info" 2> "$cri_err" || rm -f "$cri_info"
   fi
-  python3 "$S/nodebin/node_state.py" status "$S" "$1" "$NODE_IP" "$NETNS" \
+  "$PY" "$S/nodebin/node_state.py" status "$S" "$1" "$NODE_IP" "$NETNS" \
     "$(alive holder && echo 1)" "$(alive containerd "containerd" && echo 1)" \
     "$(alive kubelet "$KUBELET" && echo 1)" "$(alive forward netns_forward.py && echo 1)" "$cri_info" "$cri_err"
 }
@@ -481,11 +486,11 @@ current-context: node"
   # the images: one tarball per content (names, configs and the files' content), built once in the
   # shared cache and used by every lab of this user
   local want cache
-  want=$(python3 "$S/nodebin/oci_image.py" --key "$S/images.json") || die "reading the files of the local images failed"
+  want=$("$PY" "$S/nodebin/oci_image.py" --key "$S/images.json") || die "reading the files of the local images failed"
   cache="$(dirname "$BIN_DIR")/images/$want.tar"
   if [ ! -s "$cache" ]; then
     mkdir -p "${cache%/*}"
-    python3 "$S/nodebin/oci_image.py" "$S/images.json" "$cache" || die "building the local images failed"
+    "$PY" "$S/nodebin/oci_image.py" "$S/images.json" "$cache" || die "building the local images failed"
   fi
   [ "$(readlink "$IMAGES_TAR" 2>/dev/null)" = "$cache" ] || ln -sfn "$cache" "$IMAGES_TAR"
 }
@@ -509,7 +514,7 @@ gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI
   # container gets; in the node's /run/nvml-mock (this folder, bound there)
   cmp -s "$GPU_MOCK_SRC/nvml-mock-hold.sh" "$S/gpu/mock/nvml-mock-hold" ||
     install -m 0755 "$GPU_MOCK_SRC/nvml-mock-hold.sh" "$S/gpu/mock/nvml-mock-hold"
-  spec=$(NVML_MOCK_CONFIG="$S/gpu/mock/nvml-mock.conf" python3 "$S/nodebin/gpu_cdi_spec.py" --driver-root "$GPU_DRIVER_ROOT" \
+  spec=$(NVML_MOCK_CONFIG="$S/gpu/mock/nvml-mock.conf" "$PY" "$S/nodebin/gpu_cdi_spec.py" --driver-root "$GPU_DRIVER_ROOT" \
            --uvm-major "$GPU_UVM_MAJOR" --mig-state /run/nvml-mock/nvml-mock-mig.state \
            --mig-state-here "$S/gpu/mock/nvml-mock-mig.state" --hold-hook /run/nvml-mock/nvml-mock-hold \
            2> "$S/gpu/cdi.err") || die "writing the CDI spec failed: $(tail -2 "$S/gpu/cdi.err")"
@@ -598,7 +603,7 @@ case "$cmd" in
     holder_up
     forward_up
     main_sha=""; [ -f "$LAB_ROOT/etc/containerd/config.toml" ] && main_sha=$(sha256sum "$LAB_ROOT/etc/containerd/config.toml" | cut -d' ' -f1)
-    boot_mode=$(python3 "$S/nodebin/node_state.py" boot-key "$S")
+    boot_mode=$("$PY" "$S/nodebin/node_state.py" boot-key "$S")
     if [ -n "$fresh" ] || ! alive containerd "containerd"; then
       [ -n "$fresh" ] || say "containerd was not running: $(died containerd "$S/containerd.log")"
       if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")"; fi

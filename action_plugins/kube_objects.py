@@ -1,0 +1,1 @@
+lab_in_worker.py
