@@ -95,8 +95,6 @@ api_found:
   type: bool
 """
 
-import urllib.parse  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.kube.client import KubeconfigError, KubeError, client, kube_args  # noqa: E402
 
@@ -112,17 +110,16 @@ def read(kube, params):
         raise
     if namespace and not namespaced:
         raise KubeError(None, "%s (%s) is not namespaced: give no namespace" % (kind, api))
-    base = "/api/v1" if api == "v1" else "/apis/" + api
     if name:
-        if namespaced:
-            base += "/namespaces/" + urllib.parse.quote(namespace or kube.conf["namespace"], safe="")
-        found = kube.get(base + "/" + plural + "/" + urllib.parse.quote(name, safe=""), missing_ok=True)
+        found = kube.get(kube.path(api, kind, name, namespace), missing_ok=True)
         return True, [found] if found is not None else []
-    if namespaced and namespace:
-        base += "/namespaces/" + urllib.parse.quote(namespace, safe="")
+    if namespaced and not namespace:    # every namespace: the kind's path without one
+        path = ("/api/v1" if api == "v1" else "/apis/" + api) + "/" + plural
+    else:
+        path = kube.path(api, kind, None, namespace)
     selectors = dict(labelSelector=",".join(params["label_selectors"]) or None,
                      fieldSelector=",".join(params["field_selectors"]) or None)
-    found = kube.items(base + "/" + plural, **selectors)
+    found = kube.items(path, **selectors)
     for item in found:
         # each object of a list as the kubernetes client gives it (kubernetes.dynamic's
         # ResourceInstance): the list's apiVersion and kind, which the server sends once
