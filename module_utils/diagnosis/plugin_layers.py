@@ -115,29 +115,43 @@ def _no_plugin_pod(seen, source, evidence, sockets):
 
 
 def _plugin_pod_problem(seen, evidence):
-    """Each plugin Pod on the node as evidence (phase, Ready, the socket folder mounted); what
-    is wrong with the first one not Running/Ready or without the mount, else None."""
-    broken = None
+    """Each plugin Pod on the node as evidence (phase, Ready, the socket folder mounted, being
+    deleted); what is wrong with the first one not Running/Ready or without the mount, else None.
+    A Pod being deleted (a rollout, a drain) keeps phase Running while its containers stop: it is
+    named as such, and a Pod that stays goes first."""
+    problems, serving = [], False
     for plugin in seen.plugin_pods:
         ns, pname = plugin["metadata"].get("namespace"), plugin["metadata"]["name"]
         phase = (plugin.get("status") or {}).get("phase")
         ready = condition(plugin, "Ready").get("status")
         mounted = mounts_socket_dir(plugin)
-        evidence.append(ev(seen.where.pod(ns, pname), "phase=%s Ready=%s mounts %s: %s" % (
-            phase, ready or "<unset>", SOCKET_DIR, "yes" if mounted else "no")))
+        deleted = plugin["metadata"].get("deletionTimestamp")
+        evidence.append(ev(seen.where.pod(ns, pname), "phase=%s Ready=%s mounts %s: %s%s" % (
+            phase, ready or "<unset>", SOCKET_DIR, "yes" if mounted else "no",
+            "; being deleted (deletionTimestamp %s)" % deleted if deleted else "")))
         said = (getattr(seen, "last_errors", None) or {}).get((ns, pname)) or []
         evidence += said
-        if phase != "Running" or ready != "True":
-            broken = broken or ("the device-plugin Pod %s/%s is %s (Ready=%s)%s: kubectl -n %s "
+        if deleted and (phase != "Running" or ready != "True"):
+            labels = plugin["metadata"].get("labels") or {}
+            mine = [s for s in seen.selectors if parse_selector(s)(labels)] or seen.selectors
+            problems.append((1, "the device-plugin Pod %s/%s is being deleted (since %s: a rollout, "
+                                "a drain or a delete) and no other plugin Pod serves %s yet: watch "
+                                "for its successor (kubectl -n %s get pods -l %s -w), then diagnose "
+                                "again" % (ns, pname, deleted, seen.name, ns, mine[0])))
+        elif phase != "Running" or ready != "True":
+            problems.append((0, "the device-plugin Pod %s/%s is %s (Ready=%s)%s: kubectl -n %s "
                                 "describe pod %s and its logs" % (
                                     ns, pname, phase, ready,
                                     "; it said last: %s" % said[0]["value"][:200] if said else "",
-                                    ns, pname))
+                                    ns, pname)))
         elif not mounted:
-            broken = broken or ("the device-plugin Pod %s/%s does not mount the hostPath %s: "
+            problems.append((0, "the device-plugin Pod %s/%s does not mount the hostPath %s: "
                                 "it cannot register with the kubelet - add the volume and "
-                                "volumeMount" % (ns, pname, SOCKET_DIR))
-    return broken
+                                "volumeMount" % (ns, pname, SOCKET_DIR)))
+        else:
+            serving = serving or not deleted
+    problems = [p for p in problems if not (serving and p[0])]
+    return min(problems, key=lambda p: p[0])[1] if problems else None
 
 
 def daemonset_evidence(seen):

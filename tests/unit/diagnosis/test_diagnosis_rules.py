@@ -105,6 +105,12 @@ def plugin_pod(name="dp-1", phase="Running", ready="True", mounted=True, contain
             "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]}}
 
 
+def deleting(pod, when="2026-12-05T10:00:00Z"):
+    """The Pod as the API shows it once deleted and until its containers stopped."""
+    pod["metadata"]["deletionTimestamp"] = when
+    return pod
+
+
 def daemonset(name="dp", labels=None, node_selector=None, tolerations=None, container="nvidia-device-plugin-ctr"):
     template = {"metadata": {"labels": labels or {"app": "nvidia-device-plugin-daemonset"}},
                 "spec": {"containers": [{"name": container}], "nodeSelector": node_selector or {},
@@ -471,6 +477,22 @@ DEVICE_PLUGIN = [
          evidence=[(PLUGIN_LOG, Has("invalid MIG configuration")),
                    (PLUGIN_LOG, Has("more than one MIG device type present on node"))],
          absent=["it said last"]),
+    # a Pod being deleted (a DaemonSet rollout: maxUnavailable 1 deletes the old Pod before its
+    # successor is made) keeps phase Running while its containers stop - named as such, its stop
+    # is no crash; a successor that serves makes it a note, one that crashes goes first
+    case("plugin-being-deleted", "broken", plugin_pods=[deleting(plugin_pod(ready="False"))],
+         last_errors={("gpu-operator", "dp-1"): [{"source": "log of gpu-operator/dp-1", "value": "I1205 signal"}]},
+         nxt=["the device-plugin Pod gpu-operator/dp-1 is being deleted (since 2026-12-05T10:00:00Z",
+              "kubectl -n gpu-operator get pods -l app=nvidia-device-plugin-daemonset -w"],
+         evidence=[("Pod gpu-operator/dp-1", "phase=Running Ready=False mounts /var/lib/kubelet/device-plugins: "
+                                             "yes; being deleted (deletionTimestamp 2026-12-05T10:00:00Z)")],
+         absent=["it said last"]),
+    case("plugin-being-deleted-successor-serves", "ok", nxt=DP_OK,
+         plugin_pods=[deleting(plugin_pod(ready="False")), plugin_pod("dp-2")],
+         evidence=[("Pod gpu-operator/dp-1", Has("being deleted"))]),
+    case("plugin-being-deleted-successor-crashes", "broken",
+         plugin_pods=[deleting(plugin_pod(ready="False")), plugin_pod("dp-2", ready="False")],
+         nxt="the device-plugin Pod gpu-operator/dp-2 is Running (Ready=False)", absent=["is being deleted"]),
     case("plugin-ready-unset", "broken", plugin_pods=[dict(plugin_pod(), status={"phase": "Running"})],
          nxt="is Running (Ready=None)", evidence=[("Pod gpu-operator/dp-1", Has("Ready=<unset>"))]),
     case("plugin-without-socket-mount", "broken", plugin_pods=[plugin_pod(mounted=False), plugin_pod("dp-2", "Failed")],
