@@ -35,13 +35,14 @@ def wait_until(what, check, timeout, interval=1.0, clock=time.monotonic, pause=t
     to wait). check returns (done, seen). Returns (seen, seconds waited) once done; raises
     WaitTimeout (its message: "waited <timeout>s for <what>; last seen: <describe(seen)>") when
     a look that is not done comes at or after the timeout. check is called at least once, so a
-    timeout of 0 is one look. What check raises propagates."""
+    timeout of 0 is one look - and 0 s waited, however long that read took (a kept record is
+    read, not waited for). What check raises propagates."""
     start = clock()
     waited = 0.0
     while True:
         done, seen = check(max(timeout - waited, 0))
         if done:
-            return seen, clock() - start
+            return seen, clock() - start if timeout else 0.0
         waited = clock() - start
         if waited >= timeout:
             raise WaitTimeout(what, timeout, waited, seen, describe(seen))
