@@ -133,11 +133,11 @@ def _plugin_pod_problem(seen, evidence):
         evidence += said
         if deleted and (phase != "Running" or ready != "True"):
             labels = plugin["metadata"].get("labels") or {}
-            mine = [s for s in seen.selectors if parse_selector(s)(labels)] or seen.selectors
+            selector = ([s for s in seen.selectors if parse_selector(s)(labels)] or seen.selectors)[0]
             problems.append((1, "the device-plugin Pod %s/%s is being deleted (since %s: a rollout, "
                                 "a drain or a delete) and no other plugin Pod serves %s yet: watch "
                                 "for its successor (kubectl -n %s get pods -l %s -w), then diagnose "
-                                "again" % (ns, pname, deleted, seen.name, ns, mine[0])))
+                                "again" % (ns, pname, deleted, seen.name, ns, selector)))
         elif phase != "Running" or ready != "True":
             problems.append((0, "the device-plugin Pod %s/%s is %s (Ready=%s)%s: kubectl -n %s "
                                 "describe pod %s and its logs" % (
