@@ -1,7 +1,9 @@
 """The real node's helpers that are logic, not process handling (roles/real_node/files):
-node_view.py (the node's /etc/containerd from the lab folder) and node_state.py (its records)."""
+node_view.py (the node's /etc/containerd from the lab folder) and node_state.py (its records);
+how the role says real-node.sh's failures."""
 import importlib.util
 import json
+import pathlib
 import subprocess
 import sys
 from lab_testing import ROOT  # tests/lab_testing.py
@@ -126,3 +128,37 @@ def test_status_reads_the_running_runtimes_errors_and_how_a_process_ended(tmp_pa
     cri.write_text("rpc error: code = Unavailable")
     out = node_state.status(str(state), "", "ip", "ns", "1", "1", "1", "1", str(cri), "")
     assert out["cri_error"] == "rpc error: code = Unavailable" and out["changed"] is False and "ended" not in out
+
+
+# real-node.sh's failure as the role says it (tasks present.yml and rebooted.yml): its JSON line
+# (die) when it refused, else - a command that failed under `set -e` prints none - its status and
+# last stderr lines. A CI run of eb89ce6 met the second kind at a reboot; the role then failed in
+# from_json instead of naming anything.
+FAILED_RUNS = [
+    ({"rc": 1, "stdout_lines": ['{"failed": true, "msg": "waited 120s for node lab-node-1 to turn Ready"}'],
+      "stderr_lines": ["real-node: the node went down"]},
+     "lab-node-1: waited 120s for node lab-node-1 to turn Ready"),
+    ({"rc": 1, "stdout_lines": [], "stderr_lines": ["real-node: the node went down"] + ["line %d" % i for i in range(8)]},
+     "lab-node-1: real-node.sh {cmd} ended with status 1 without saying why; its last lines: "
+     "line 2 / line 3 / line 4 / line 5 / line 6 / line 7"),
+]
+
+
+@pytest.mark.parametrize("tasks,register,cmd", [("present.yml", "_real_node_converge", "converge"),
+                                                ("rebooted.yml", "_real_node_reboot", "reboot")])
+def test_the_scripts_failure_is_said_in_its_words_or_with_its_last_lines(tmp_path, tasks, register, cmd):
+    import yaml
+    task = [t for t in yaml.safe_load((ROOT / "roles/real_node/tasks" / tasks).read_text())
+            if "ansible.builtin.fail" in t][0]
+    play = [{"hosts": "localhost", "gather_facts": False, "vars": {"real_node_name": "lab-node-1"},
+             "tasks": [{"ansible.builtin.debug": {"msg": task["ansible.builtin.fail"]["msg"]},
+                        "vars": {register: run}} for run, _ in FAILED_RUNS]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    playbook = pathlib.Path(sys.executable).parent / "ansible-playbook"   # the venv's, beside pytest's Python
+    out = subprocess.run([str(playbook), str(tmp_path / "play.yml")],
+                         capture_output=True, text=True, cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin", "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
+                              "HOME": str(tmp_path), "ANSIBLE_LOCALHOST_WARNING": "False"})
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    said = [t["hosts"]["localhost"]["msg"] for t in json.loads(out.stdout)["plays"][0]["tasks"]]
+    assert said == [want.format(cmd=cmd) for _, want in FAILED_RUNS]
