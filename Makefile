@@ -124,7 +124,7 @@ lab-unchanged:
 
 # every shell script the project ships or runs (as root too): found by its #! line, so a new one
 # cannot be missed
-SHELL_SCRIPTS = $(shell grep -rlE '^\#!(/usr/bin/env |/bin/)(ba)?sh' roles playbooks toolchain bench tools .ci nvml_mock | grep -v '\.j2$$' | sort)
+SHELL_SCRIPTS = $(shell grep -rlE '^\#!(/usr/bin/env |/bin/)(ba)?sh' roles playbooks toolchain bench tools .ci nvml_mock node_runner | grep -v '\.j2$$' | sort)
 
 lint: host-test venv
 	$(BIN)/yamllint -s .

@@ -219,7 +219,7 @@ def allocated(lab, pod_uid):
 def real_lab(tmp_path_factory):
     """A lab of the module's own with lab-node-1 real (lab.yml once; its output kept as first_run),
     torn down afterwards; the module is skipped where the machine cannot run a real node."""
-    probe = sh("bash", ROOT / "roles/real_node/files/real-node.sh", "probe").stdout.strip()
+    probe = sh("bash", ROOT / "node_runner/real-node.sh", "probe").stdout.strip()
     if probe != "ok":
         pytest.skip("this machine cannot run a real node: " + probe)
     lab = Lab(tmp_path_factory.mktemp("realnode"))

@@ -8,7 +8,7 @@ from lab_testing import ROOT, TESTS
 
 PACKAGES = sorted(p.name for p in (ROOT / "module_utils").iterdir()
                   if p.is_dir() and (p / "__init__.py").exists())
-OTHERS = ["library", "roles", "playbooks", "plugins", "tools", "toolchain", "docs", "project", "nvml_mock"]
+OTHERS = ["library", "roles", "playbooks", "plugins", "tools", "toolchain", "docs", "project", "nvml_mock", "node_runner"]
 
 
 def all_test_files():

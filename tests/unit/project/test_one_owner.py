@@ -237,7 +237,7 @@ def test_go_builds_of_what_the_lab_runs_are_build_shs():
     version check); the Makefile and the real node's script call it instead of `go build`. The
     tests' own probe (dp-probe, a test tool, not a component) is the one other go build."""
     found = []
-    for path in tracked("Makefile", "roles", "playbooks", "bench", "tools", "nvml_mock", "tests", ".ci"):
+    for path in tracked("Makefile", "roles", "playbooks", "bench", "tools", "nvml_mock", "node_runner", "tests", ".ci"):
         if path.suffix in (".md", ".json", ".txt") or path.name == "build.sh" and path.parent.name == "toolchain" \
                 or path == pathlib.Path(__file__):
             continue

@@ -20,14 +20,72 @@
 # kubelet and every container - runs in the cgroup /gpu-incident-lab-<id> (all hierarchies), so
 # stopping the node is "kill what is in that cgroup". Nothing is written to the host's
 # /etc/containerd, /var/lib/kubelet, /etc/cni or /opt/cni.
-set -euo pipefail
+set -eEuo pipefail
 
-cmd=${1:?usage: real-node.sh converge|reboot|status|down|exec STATE}
+cmd=${1:?usage: real-node.sh converge|reboot|restart-containerd|status|down|exec|gpu-refresh|probe STATE}
 # The node's helpers (nodebin/*.py, the standard library only) run with the system's Python 3
 # where there is one: `python3` from PATH may be a pyenv shim, ~0.1 s of CPU a call against
 # ~0.01 s - and every exec and status calls one (bench/README.md, session 14)
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
+
+# No silent exit (issue 47). A command that fails where set -e would stop the run ends it with one
+# JSON line on stdout - the command, its line, the functions it ran in, its status and the last
+# lines the run wrote to stderr - as die() does for the refusals the script knows. The trap acts
+# in the script's own shell only: inside $(...) or a pipeline a failure is the caller's to judge
+# (its status reaches the line that used it, and the trap names that line). Each run's stderr is
+# also kept in a file of its own (RUN_ERR, through tee) so the message can quote it; `exec` hands
+# its command the caller's stdout and stderr and passes its status through untouched. Background
+# processes started here close fds 8 and 9 (the caller's stdout and stderr): a daemon holding one
+# would keep the caller (ansible's command module) waiting for its end.
+RUN_ERR=""
+TEE_PID=""
+run_err_close() { # the run's stderr file complete: stderr back to the caller's, tee drained (2 s)
+  [ -n "$TEE_PID" ] || return 0
+  exec 2>&9
+  local _ state
+  for _ in $(seq 1 20); do   # poll interval 0.1 s of this bounded wait for tee to drain (2 s)
+    state=$(awk '{print $3}' "/proc/$TEE_PID/stat" 2>/dev/null || echo gone)
+    case "$state" in Z|gone) break ;; esac
+    sleep 0.1
+  done
+  TEE_PID=""
+}
+on_err() { # STATUS LINE COMMAND: the trap of a failing command in this shell
+  [ "$BASHPID" = "$$" ] || return 0
+  trap - ERR
+  set +e
+  local status=$1 line=$2 command=$3
+  local f where=""
+  for f in "${FUNCNAME[@]:1}"; do [ "$f" = main ] || where+="${where:+ <- }$f"; done
+  run_err_close
+  # inline, not a nodebin helper: the message must come even when the node's helpers are broken
+  # shellcheck disable=SC2016
+  "$PY" -c '
+import json, sys
+cmd, status, line, command, where, err_file = sys.argv[1:7]
+try:
+    with open(err_file, errors="replace") as handle:
+        lines = [l.rstrip() for l in handle.read().splitlines() if l.strip()]
+except OSError:
+    lines = []
+stderr = lines[-8:]
+msg = "real-node.sh %s failed at line %s%s: `%s` ended with status %s" % (
+    cmd, line, " (in %s)" % where if where else "", command, status)
+msg += "; its last stderr lines: " + " / ".join(stderr) if stderr else "; it wrote nothing to stderr"
+print(json.dumps({"failed": True, "msg": msg, "command": command, "line": int(line), "status": int(status),
+                  "function": where, "stderr": stderr}))
+' "$cmd" "$status" "$line" "$command" "$where" "${RUN_ERR:-/dev/null}" >&8
+  exit "$status"
+}
+trap 'on_err $? $LINENO "$BASH_COMMAND"' ERR
+exec 8>&1   # the JSON line's way out, wherever the failing command's own stdout went
+if [ "$cmd" != probe ]; then
+  RUN_ERR=$(mktemp "${TMPDIR:-/tmp}/real-node-$cmd.XXXXXX")
+  exec 9>&2 2> >(tee -a "$RUN_ERR" >&9 9>&-)
+  TEE_PID=$!
+  trap 'run_err_close; rm -f "$RUN_ERR"' EXIT
+fi
 
 probe() {
   [ "$(id -u)" = 0 ] || { echo "no: not root (a real node needs root for namespaces and cgroups)"; return; }
@@ -73,7 +131,7 @@ actions=()
 KUBELET_STARTED=""
 
 say() { actions+=("$*"); echo "real-node: $*" >&2; }
-die() { echo "real-node: $*" >&2; printf '{"failed": true, "msg": %s}\n' "$(json_str "$*")"; exit 1; }
+die() { echo "real-node: $*" >&2; printf '{"failed": true, "msg": %s}\n' "$(json_str "$*")" >&8; exit 1; }
 json_str() { "$PY" -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }   # works before nodebin exists
 
 alive() { # pidfile [expected-substring-of-cmdline]
@@ -81,7 +139,7 @@ alive() { # pidfile [expected-substring-of-cmdline]
   p=$(cat "$S/$1.pid" 2>/dev/null) || return 1
   [ -n "$p" ] && [ -d "/proc/$p" ] || return 1
   [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] || return 1
-  [ -z "${2:-}" ] || tr '\0' ' ' < "/proc/$p/cmdline" | grep -qF -- "$2"
+  [ -z "${2:-}" ] || tr '\0' ' ' < "/proc/$p/cmdline" | grep -F -- "$2" > /dev/null
 }
 
 cgroup_dirs() { # every hierarchy's folder of the node's cgroup
@@ -122,7 +180,10 @@ cgroup_pids() { # every process in the node's cgroup tree (one hierarchy is enou
   d=$(cgroup_dirs | grep -E '/(pids|memory|unified)/' | head -1)
   [ -n "$d" ] && [ -d "$d" ] || d="/sys/fs/cgroup/pids/$CG"
   [ -d "$d" ] || return 0
-  find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u
+  # a container's cgroup can go while the tree is read (runc delete after a kill, the kubelet's pod
+  # cgroups): `find -exec cat` then failed and, under set -e, the reboot exited 1 saying nothing
+  # (issue 47). node_state.py skips what went (it held no process) and names any other error.
+  "$PY" "$S/nodebin/node_state.py" cgroup-pids "$d"
 }
 
 kill_all() { # every process of the node, then wait until none is left
@@ -170,7 +231,7 @@ names_ours() { # refuse names or addresses that another lab holds (never take th
 
 net_up() {
   names_ours
-  if ! ip netns list | grep -qw "$NETNS"; then
+  if ! ip netns list | grep -w "$NETNS" > /dev/null; then
     ip netns add "$NETNS"
     say "network namespace $NETNS created"
   fi
@@ -268,7 +329,7 @@ holder_up() {
   cgroup_create
   # the holder: a private mount namespace inside the node's network namespace, kept by pause
   setsid nsenter --net="/run/netns/$NETNS" unshare --mount --propagation private -- \
-    bash "$S/holder.sh" > "$S/holder.log" 2>&1 < /dev/null &
+    bash "$S/holder.sh" > "$S/holder.log" 2>&1 < /dev/null 8>&- 9>&- &
   echo $! > "$S/holder.pid"
   wait_for 20 "the node's mount namespace (pause running in it)" holder_ready
   cgroup_join "$(cat "$S/holder.pid")"
@@ -278,7 +339,7 @@ holder_up() {
 holder_ready() {
   local p; p=$(cat "$S/holder.pid")
   [ -d "/proc/$p" ] || die "the node's namespace holder exited: $(tail -3 "$S/holder.log")"
-  tr '\0' ' ' < "/proc/$p/cmdline" | grep -qF "$S/nodebin/pause"
+  tr '\0' ' ' < "/proc/$p/cmdline" | grep -F "$S/nodebin/pause" > /dev/null
 }
 
 wait_for() { # seconds what fn... : poll fn every 0.2 s until it succeeds, else fail naming what
@@ -292,7 +353,7 @@ wait_for() { # seconds what fn... : poll fn every 0.2 s until it succeeds, else 
 
 forward_up() {
   if alive forward "netns_forward.py"; then return 0; fi
-  setsid "$PY" "$S/nodebin/netns_forward.py" "/run/netns/$NETNS" "$API_PORT" > "$S/forward.log" 2>&1 < /dev/null &
+  setsid "$PY" "$S/nodebin/netns_forward.py" "/run/netns/$NETNS" "$API_PORT" > "$S/forward.log" 2>&1 < /dev/null 8>&- 9>&- &
   echo $! > "$S/forward.pid"
   say "API server port $API_PORT carried into the node's loopback"
 }
@@ -325,7 +386,7 @@ supervised() { # NAME CMD...: start CMD in the node's namespaces and cgroup, und
   rm -f "$S/$name.pid" "$S/$name.exit"
   nsenter --target "$(cat "$S/holder.pid")" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" \
     setsid bash "$S/nodebin/supervise.sh" "$name" "$S" "$S/cgroup-procs.list" -- "$@" \
-    > "$S/$name.log" 2>&1 < /dev/null &
+    > "$S/$name.log" 2>&1 < /dev/null 8>&- 9>&- &
   wait_for 20 "$name to start (its supervisor writes $S/$name.pid)" test -s "$S/$name.pid"
   cgroup_join "$(cat "$S/$name.pid")"
 }
@@ -606,7 +667,7 @@ case "$cmd" in
     boot_mode=$("$PY" "$S/nodebin/node_state.py" boot-key "$S")
     if [ -n "$fresh" ] || ! alive containerd "containerd"; then
       [ -n "$fresh" ] || say "containerd was not running: $(died containerd "$S/containerd.log")"
-      if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")"; fi
+      if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")" 2>/dev/null || true; fi
       boot incident
     elif [ "$boot_mode" != "incident $main_sha $VIEW_FLAGS $CONTAINERD_VERSION" ]; then
       case "$boot_mode" in
@@ -615,9 +676,9 @@ case "$cmd" in
         "incident $main_sha "*) say "containerd was started with other settings (containerd version or the node's view)" ;;
         *) say "the main config changed since containerd started" ;;
       esac
-      kill -9 "$(cat "$S/containerd.pid")"
+      kill -9 "$(cat "$S/containerd.pid")" 2>/dev/null || true   # gone already is what is wanted
       wait_for 20 "the old containerd to exit" bash -c "! kill -0 $(cat "$S/containerd.pid") 2>/dev/null"
-      if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")"; fi
+      if alive kubelet "$KUBELET"; then kill -9 "$(cat "$S/kubelet.pid")" 2>/dev/null || true; fi
       boot incident
     else
       images_import
@@ -653,7 +714,7 @@ case "$cmd" in
   restart-containerd)   # containerd alone restarts and loads every file (what a handler does)
     alive holder "$S/nodebin/pause" || die "the real node is not running (run lab.yml)"
     if alive containerd "containerd"; then
-      kill -TERM "$(cat "$S/containerd.pid")"
+      kill -TERM "$(cat "$S/containerd.pid")" 2>/dev/null || true   # gone already: nothing to stop
       wait_for 30 "containerd to stop" bash -c "! kill -0 $(cat "$S/containerd.pid") 2>/dev/null"
     fi
     containerd_start restart
@@ -671,7 +732,12 @@ case "$cmd" in
     shift 2
     alive holder "$S/nodebin/pause" || die "the real node is not running (run lab.yml)"
     view_sync all > /dev/null
-    in_node "$@"
+    holder=$(cat "$S/holder.pid")
+    # from here on the command's own: its output, its stderr straight to the caller, its status
+    trap - ERR EXIT
+    run_err_close
+    rm -f "$RUN_ERR"
+    exec nsenter --target "$holder" --mount --net -- env -i HOME=/root PATH="$NODE_PATH" "$@" 8>&- 9>&-
     ;;
   down)
     owner=$(cat "$OWNERS/$NETNS.owner" 2>/dev/null || true)
@@ -681,7 +747,7 @@ case "$cmd" in
     kill_all
     cgroup_remove
     if ip link show "$VETH_HOST" >/dev/null 2>&1; then ip link del "$VETH_HOST"; say "veth removed"; fi
-    if ip netns list | grep -qw "$NETNS"; then ip netns del "$NETNS"; say "network namespace removed"; fi
+    if ip netns list | grep -w "$NETNS" > /dev/null; then ip netns del "$NETNS"; say "network namespace removed"; fi
     [ "$(cat "$OWNERS/$NETNS.owner" 2>/dev/null)" != "$S" ] || rm -f "$OWNERS/$NETNS.owner"
     legacy_down
     # what the node held goes with it (images, containers, credentials); its logs stay for a look

@@ -1,4 +1,4 @@
-"""The real node's helpers that are logic, not process handling (roles/real_node/files):
+"""The real node's helpers that are logic, not process handling (node_runner):
 node_view.py (the node's /etc/containerd from the lab folder) and node_state.py (its records);
 how the role says real-node.sh's failures."""
 import importlib.util
@@ -10,7 +10,7 @@ from lab_testing import ROOT  # tests/lab_testing.py
 
 import pytest
 
-FILES = ROOT / "roles/real_node/files"
+FILES = ROOT / "node_runner"
 
 
 def load(name):

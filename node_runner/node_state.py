@@ -14,7 +14,13 @@
         (STATE/NAME.exit, written by supervise.sh), what this run did (ACTIONS, \\x1f-separated)
     node_state.py json-str TEXT
         TEXT as a JSON string (real-node.sh's error line)
+    node_state.py cgroup-pids DIR
+        every pid in the cgroup tree under DIR, one a line, sorted: what real-node.sh kills. A
+        cgroup removed while the tree is read (runc deleting a killed container's, the kubelet its
+        Pods') is skipped - it held no process, a cgroup is removed only empty - where `find -exec
+        cat` failed the whole read (issue 47); any other error is named, status 1
 """
+import errno
 import hashlib
 import json
 import os
@@ -103,6 +109,28 @@ def status(state, actions, node_ip, netns, holder, containerd, kubelet, forwarde
     return out
 
 
+# what reading a cgroup that is being removed, or is gone, answers (cgroup v1 and v2)
+GONE = (errno.ENOENT, errno.ENODEV, errno.ESTALE)
+
+
+def cgroup_pids(top):
+    """The pids in every cgroup.procs under TOP (TOP gone: none)."""
+    pids = set()
+
+    def skip_gone(err):
+        if err.errno not in GONE:
+            raise err
+    for here, _dirs, _files in os.walk(top, onerror=skip_gone):
+        try:
+            with open(os.path.join(here, "cgroup.procs")) as handle:
+                text = handle.read()
+        except OSError as err:
+            skip_gone(err)
+            continue
+        pids.update(int(word) for word in text.split())
+    return sorted(pids)
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "boot-record" and len(argv) == 7:
@@ -113,6 +141,13 @@ def main(argv):
         print(json.dumps(status(*argv[2:])))
     elif cmd == "json-str" and len(argv) == 3:
         print(json.dumps(argv[2]))
+    elif cmd == "cgroup-pids" and len(argv) == 3:
+        try:
+            pids = cgroup_pids(argv[2])
+        except OSError as err:
+            sys.stderr.write("node_state.py cgroup-pids: reading %s failed: %s\n" % (err.filename or argv[2], err.strerror))
+            return 1
+        print("\n".join(str(pid) for pid in pids))
     else:
         sys.stderr.write(__doc__)
         return 2
