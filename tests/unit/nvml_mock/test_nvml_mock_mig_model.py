@@ -25,8 +25,9 @@ def layouts(card, foreign=False):
     """(config name, entry) of the layouts of the config file mig-parted applies to this card: an
     entry whose device-filter names the card's PCI device ID, or one without a filter whose
     profiles are the card's (the file's unfiltered A100-40GB layouts - all-1g.5gb ... - name every
-    card; on another card mig-parted stops at the unknown profile). foreign=True: the unfiltered
-    ones with profiles the card does not have."""
+    card; on another card mig-parted turns MIG on, creates nothing and says "MIG configuration
+    applied successfully": test_nvml_mock_mig_parted.py). foreign=True: the unfiltered ones with
+    profiles the card does not have."""
     device = "0x%04X10DE" % cards.PCI_DEVICE_IDS[card][0]
     profiles = cards.CARDS[card]["profiles"]
     out = []

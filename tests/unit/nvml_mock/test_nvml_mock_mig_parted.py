@@ -77,3 +77,44 @@ def test_mig_parted_cannot_reconfigure_a_gpu_a_container_holds(node, mig_parted)
     # go-nvml names the return code: "error destroying Compute instance ...: ERROR_IN_USE"
     assert rc != 0 and re.search(r"error destroying Compute instance .*: ERROR_IN_USE", out), out
     node(mig_parted, "assert", "-f", CONFIG, "-c", "all-7g.40gb")       # nothing was destroyed
+
+
+def test_another_cards_layout_applies_as_nothing_on_an_h100(node, mig_parted):
+    """What NVIDIA's code does with a layout that is not the card's, here 4 x H100-SXM5-80GB
+    (docs/gpu-stack.md "A layout of another card"). mig-parted picks a config entry by the PCI
+    device ID in sysfs (api/spec/v1/helpers.go:24 MatchesDeviceFilter) and turns profile names into
+    NVML profiles through the names the GPUs' profiles have (go-nvlib v0.7.1 ParseMigProfile):
+    - all-1g.5gb (no device-filter, A100-40GB's profile): MigConfig.Flatten drops the whole layout
+      when a name is none of the GPU's (pkg/types/mig_config.go:104-106), an empty layout is
+      "applied" (pkg/mig/config/config.go:268-274, 293): MIG on, no instance, exit 0, "MIG
+      configuration applied successfully"; `assert` then fails. NVIDIA/mig-parted#18 is the
+      same on a real A100-80GB with all-2g.10gb.
+    - all-1g.24gb (every entry filtered to other cards: H100 NVL, GH200): no entry matches, so
+      nothing is walked (cmd/nvidia-mig-parted/assert/assert.go:227-234) - exit 0, nothing changed.
+    The mock's share: the card's real PCI device ID in sysfs (0x2330, what the H100 entries of the
+    config name), and only the card's profiles from GetGpuInstanceProfileInfo (1g.10gb, not 1g.5gb)."""
+    node.configure("H100-SXM5-80GB")
+    rc, out = node("sh", "-c", "cat /sys/bus/pci/devices/*/device")
+    assert out.split() == ["0x2330"] * 4
+    rc, out = node(mig_parted, "apply", "-f", CONFIG, "-c", "all-1g.5gb")
+    assert "MIG configuration applied successfully" in out
+    state = node.state.read_text()
+    assert re.findall(r"current (\d) pending (\d)", state) == [("1", "1")] * 4      # MIG on ...
+    assert not re.search(r"^(gi|ci) ", state, re.M), state                          # ... nothing in it
+    rc, out = node("nvidia-smi", "-L")
+    assert mig_devices(out) == {g: [] for g in range(4)}, out
+    rc, out = node(mig_parted, "assert", "-f", CONFIG, "-c", "all-1g.5gb", check=False)
+    assert rc != 0 and "not currently applied" in out
+
+    # the card's own 1g layout on the same GPUs: the H100 entry of all-1g.10gb (0x233010DE), 7 each
+    node(mig_parted, "apply", "-f", CONFIG, "-c", "all-1g.10gb")
+    node(mig_parted, "assert", "-f", CONFIG, "-c", "all-1g.10gb")
+    rc, out = node("nvidia-smi", "-L")
+    assert mig_devices(out) == {g: ["1g.10gb"] * 7 for g in range(4)}, out
+
+    rc, out = node(mig_parted, "apply", "-f", CONFIG, "-c", "all-1g.24gb")
+    assert "MIG configuration applied successfully" in out
+    rc, out = node("nvidia-smi", "-L")
+    assert mig_devices(out) == {g: ["1g.10gb"] * 7 for g in range(4)}, out     # untouched
+    rc, out = node(mig_parted, "assert", "-f", CONFIG, "-c", "all-1g.24gb", check=False)
+    assert rc != 0 and "not currently applied" in out
