@@ -40,15 +40,25 @@ spec:
       resources: {limits: {nvidia.com/gpu: 1}}'
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
-reboot_s=() lab_s=() failed=0 results=()
+reboot_s=() lab_s=() failed=0 results=() rejected=0
 echo "reboot soak: $rounds rounds of reboot.yml -e reboot_force=true then lab.yml ${*:+(options: $*)}; GPU busy: $([ "$busy" = 1 ] && echo yes || echo no); logs in $logs" >&2
 echo "load average before: $(load); $(nproc) cores" >&2
 for i in $(seq 1 "$rounds"); do
   result=ok
   if [ "$busy" = 1 ]; then
+    # a GPU Pod the kubelet admits again at its start, before NVIDIA's plugin has registered, is
+    # rejected for good (phase Failed, UnexpectedAdmissionError: "Allocate failed due to no healthy
+    # devices present") - the kubelet's behaviour after a reboot, not the lab's: counted, and the
+    # bare Pod made anew as a Deployment's ReplicaSet would
+    why=$(kubectl -n gpu-lab get pod soak-gpu-holder -o 'jsonpath={.status.phase} {.status.reason}: {.status.message}' 2>/dev/null || true)
+    if [ "${why%% *}" = Failed ]; then
+      rejected=$((rejected + 1))
+      echo "  the GPU holder Pod of the last round: ${why#Failed }" >&2
+      kubectl -n gpu-lab delete pod soak-gpu-holder --wait=true > /dev/null
+    fi
     kubectl apply -f - <<< "$HOLDER" > /dev/null
     kubectl -n gpu-lab wait --for=condition=Ready pod/soak-gpu-holder --timeout=120s > /dev/null ||
-      { result="the GPU holder Pod never ran"; }
+      result="the GPU holder Pod never ran: $(kubectl -n gpu-lab get pod soak-gpu-holder -o 'jsonpath={.status.phase} {.status.reason} {.status.message}' 2>&1)"
     # the plugin goes as the node goes down: its Pod deleted without waiting
     kubectl -n gpu-operator delete pod -l app.kubernetes.io/name=nvidia-device-plugin --wait=false > /dev/null
   fi
@@ -67,7 +77,12 @@ for i in $(seq 1 "$rounds"); do
   results+=("$result")
   echo "round $i/$rounds: reboot.yml $(secs "$t0" "$t1") s, lab.yml $(secs "$t1" "$t2") s ($(changed_in "$logs/round-$i.lab.log")): $result; load $(load)" >&2
 done
-if [ "$busy" = 1 ]; then kubectl -n gpu-lab delete pod soak-gpu-holder --ignore-not-found --wait=true > /dev/null; fi
+if [ "$busy" = 1 ]; then
+  why=$(kubectl -n gpu-lab get pod soak-gpu-holder -o 'jsonpath={.status.phase}' 2>/dev/null || true)
+  [ "$why" != Failed ] || rejected=$((rejected + 1))
+  echo "the GPU holder Pod was rejected at the kubelet's start (UnexpectedAdmissionError) after $rejected of $rounds reboots" >&2
+  kubectl -n gpu-lab delete pod soak-gpu-holder --ignore-not-found --wait=true > /dev/null
+fi
 # shellcheck disable=SC2086
 {
   echo "| rounds | failed | reboot.yml, s | lab.yml after it, s | load average after | options |"
