@@ -43,6 +43,8 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 reboot_s=() lab_s=() failed=0 results=() rejected=0
 echo "reboot soak: $rounds rounds of reboot.yml -e reboot_force=true then lab.yml ${*:+(options: $*)}; GPU busy: $([ "$busy" = 1 ] && echo yes || echo no); logs in $logs" >&2
 echo "load average before: $(load); $(nproc) cores" >&2
+# a holder an earlier soak left is not this soak's to count
+if [ "$busy" = 1 ]; then kubectl -n gpu-lab delete pod soak-gpu-holder --ignore-not-found --wait=true > /dev/null; fi
 for i in $(seq 1 "$rounds"); do
   result=ok
   if [ "$busy" = 1 ]; then
