@@ -26,6 +26,8 @@ def node(tmp_path, **env):
     for name in ("real-node.sh", "node_state.py", "node_view.py"):
         shutil.copy(RUNNER / name, state / "nodebin" / name)
     cluster_id = "t" + uuid.uuid4().hex[:7]
+    # HOST_IP/NODE_IP (the lab's 10.213.0.0/16, per node) are never put on an interface here: no
+    # command these tests run reaches net_up (each fails or ends before it), nothing is sent
     values = dict(NODE_NAME="lab-node-9", CLUSTER_ID=cluster_id, HOST_IP="10.213.255.249",
                   NODE_IP="10.213.255.250", LAB_ROOT=str(tmp_path / "lab"), KUBECONFIG_ADMIN=str(tmp_path / "admin.conf"),
                   PKI_DIR=str(tmp_path / "pki"), BIN_DIR=str(tmp_path / "bin"), KUBELET=str(tmp_path / "bin/kubelet"),
