@@ -17,6 +17,11 @@
 #            lab-node-1 (issue 39); status checks it when named
 #            nvidia-mig-parted (toolchain/mig-parted), nfd-master (toolchain/node-feature-discovery)
 #            - MIG on lab-node-1 (issue 40): part of gpu-stack
+#            nvidia-ctk-installer nvidia-cdi-hook (toolchain/nvidia-container-toolkit, v1.20.2),
+#            nvidia-toolkit-v1.17.8 (toolchain/nvidia-container-toolkit-v1.17.8), nvidia-toolkit-v1.16.2
+#            nvidia-toolkit-toolkit-v1.16.2 nvidia-toolkit-containerd-v1.16.2
+#            (toolchain/nvidia-container-toolkit-v1.16.2) - NVIDIA's toolkit installers (issue 49):
+#            the group `toolkit`, built when asked (playbooks/toolkit.yml, the tests), not by make lab
 #            containerd:V containerd-shim-runc-v2:V ctr:V - containerd V (a 2.x of versions.env:
 #            CONTAINERD_2, CONTAINERD_24) from its pinned module, written as OUTDIR/containerd ...:
 #            the Makefile's oracles (containerd only) and the real node's containerd 2.x
@@ -33,6 +38,7 @@ here=${TOOLCHAIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl kubelet crictl"
 gpu_components="nvidia-device-plugin config-manager gpu-feature-discovery nvidia-container-runtime nvidia-ctk nvidia-mig-parted nfd-master"
 sentinel_components="node-problem-detector"
+toolkit_components="nvidia-ctk-installer nvidia-cdi-hook nvidia-toolkit-v1.17.8 nvidia-toolkit-v1.16.2 nvidia-toolkit-toolkit-v1.16.2 nvidia-toolkit-containerd-v1.16.2"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
 case "$component" in
@@ -51,11 +57,15 @@ esac
 if [ "$component" = status ] && [ $# -gt 2 ]; then # status of the components named
   checked=""
   for c in "${@:3}"; do
-    case " $components $gpu_components $sentinel_components gpu-stack " in
+    case " $components $gpu_components $sentinel_components $toolkit_components gpu-stack toolkit " in
       *" $c "*) ;;
       *) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
     esac
-    [ "$c" = gpu-stack ] && checked+=" $gpu_components" || checked+=" $c"
+    case "$c" in
+      gpu-stack) checked+=" $gpu_components" ;;
+      toolkit) checked+=" $toolkit_components" ;;
+      *) checked+=" $c" ;;
+    esac
   done
 else
   checked=$components
@@ -73,7 +83,8 @@ pinned() { # component -> the version its --version must print
     kwok|kwokctl) modver kwok sigs.k8s.io/kwok ;;
     nvidia-device-plugin|config-manager|gpu-feature-discovery) modver nvidia-device-plugin github.com/NVIDIA/k8s-device-plugin ;;
     nfd-master) modver node-feature-discovery sigs.k8s.io/node-feature-discovery ;;
-    nvidia-container-runtime|nvidia-ctk) modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit ;;
+    nvidia-container-runtime|nvidia-ctk|nvidia-ctk-installer|nvidia-cdi-hook) modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit ;;
+    nvidia-toolkit-v*|nvidia-toolkit-*-v*) modver "nvidia-container-toolkit-${1##*-}" github.com/NVIDIA/nvidia-container-toolkit ;;
     nvidia-mig-parted) modver mig-parted github.com/NVIDIA/mig-parted ;;
     node-problem-detector) modver node-problem-detector k8s.io/node-problem-detector ;;
   esac
@@ -85,6 +96,8 @@ reported() { # component binary -> the first line of its version output
     kubectl) out=$("$2" version --client 2>/dev/null) || true ;;
     # upstream's config-manager has no --version: the module version Go recorded in the binary
     config-manager) out=$(go version -m "$2" 2>/dev/null | awk '$2 == "github.com/NVIDIA/k8s-device-plugin" { print $1, $2, $3 }') || true ;;
+    # v1.16.2's `toolkit` prints a version of its own (0.1.0): the module version Go recorded
+    nvidia-toolkit-toolkit-v*) out=$(go version -m "$2" 2>/dev/null | awk '$2 == "github.com/NVIDIA/nvidia-container-toolkit" { print $1, $2, $3 }') || true ;;
     *) out=$("$2" --version 2>/dev/null) || true ;;
   esac
   printf '%s\n' "${out%%$'\n'*}"
@@ -115,7 +128,7 @@ if [ "$component" = status ]; then
   # remembered: the components checked now that are ok, and the others as they were remembered,
   # in one fixed order (a status of the control plane alone writes what it always wrote)
   fresh=""
-  for c in $components $gpu_components $sentinel_components; do
+  for c in $components $gpu_components $sentinel_components $toolkit_components; do
     if [ -n "${state_of[$c]:-}" ]; then
       [ -n "${stamp_of[$c]:-}" ] && fresh+="$c ${stamp_of[$c]}"$'\n'
     elif [ -n "${seen[$c]:-}" ]; then
@@ -178,14 +191,27 @@ case "$component" in
     tags=""
     cgo=1
     ;;
-  nvidia-container-runtime|nvidia-ctk)
+  nvidia-container-runtime|nvidia-ctk|nvidia-ctk-installer|nvidia-cdi-hook|nvidia-toolkit-v*|nvidia-toolkit-*-v*)
     # as upstream's Makefile + versions.mk (v1.20.2, cmd-%): CLI_VERSION is LIB_VERSION without
-    # the v (1.20.2), extldflags with -z lazy (never -z now: go-nvml resolves NVML lazily)
+    # the v (1.20.2), extldflags with -z lazy (never -z now: go-nvml resolves NVML lazily).
+    # The installers of the seed's era (v1.17.8, v1.16.2) from their own module folders, the
+    # program under tools/container/ their toolkit image ran (the same Makefile rule then)
     moddir=nvidia-container-toolkit
-    version=$(modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit)
     pkg=github.com/NVIDIA/nvidia-container-toolkit/cmd/$component
+    case "$component" in
+      nvidia-toolkit-v*|nvidia-toolkit-*-v*)
+        moddir=nvidia-container-toolkit-${component##*-}
+        [ -f "$here/$moddir/go.mod" ] || { echo "build.sh: no module folder toolchain/$moddir for $component" >&2; exit 2; }
+        program=${component%-v*}   # nvidia-toolkit, or nvidia-toolkit-PROGRAM for v1.16.2's others
+        [ "$program" = nvidia-toolkit ] || program=${program#nvidia-toolkit-}
+        pkg=github.com/NVIDIA/nvidia-container-toolkit/tools/container/$program
+        ;;
+    esac
+    version=$(modver "$moddir" github.com/NVIDIA/nvidia-container-toolkit)
+    # tools/container's programs print main.Version ("development" unless set at build time)
+    case "$component" in nvidia-toolkit-v*|nvidia-toolkit-*-v*) main_version="-X main.Version=${version#v}" ;; *) main_version="" ;; esac
     extldflags="-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy"
-    ldflags="'-extldflags=$extldflags' -X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=${version#v}"
+    ldflags="'-extldflags=$extldflags' -X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=${version#v} $main_version"
     tags=""
     cgo=1
     ;;
@@ -237,7 +263,7 @@ case "$component" in
     ;;
   *)
     echo "build.sh: unknown component '$component'" >&2
-    echo "known: $components $gpu_components $sentinel_components" >&2
+    echo "known: $components $gpu_components $sentinel_components $toolkit_components" >&2
     exit 2
     ;;
 esac

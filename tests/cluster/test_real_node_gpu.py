@@ -77,45 +77,49 @@ def test_mig_for_real_through_nvidia_s_mig_parted_plugin_and_gfd(lab):
     nothing, --check changes nothing, an unknown layout is refused naming the known ones, and
     all-disabled gives step 7's 20 back. (A Pod holding a MIG device: after the fix, below -
     the holders come from NVIDIA's runtime applying the CDI spec's hooks.)"""
-    out, _ = mig(lab, "all-1g.5gb")
-    node = lab.node()
-    labels = node["metadata"]["labels"]
-    assert node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "28"
-    assert (labels["nvidia.com/mig.config"], labels["nvidia.com/mig.config.state"]) == ("all-1g.5gb", "success")
-    assert labels["nvidia.com/gpu.deploy.device-plugin"] == labels["nvidia.com/gpu.deploy.gpu-feature-discovery"] == "true"
-    # GPU feature discovery's own labels, written by nfd-master (it lists what it owns)
-    assert labels["nvidia.com/mig.strategy"] == "mixed" and labels["nvidia.com/mig-1g.5gb.count"] == "28"
-    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
-    assert "nvidia.com/mig-1g.5gb.count" in node["metadata"]["annotations"]["nfd.node.kubernetes.io/feature-labels"]
-    assert sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout.count("MIG 1g.5gb") == 28
-    log = lab.kubectl("-n", "gpu-operator", "logs", "ds/nvidia-device-plugin-daemonset", "-c", "nvidia-device-plugin").stdout
-    assert "Registered device plugin for 'nvidia.com/mig-1g.5gb' with Kubelet" in log
-    out, counts = mig(lab, "all-1g.5gb")
-    assert counts["changed"] == 0, out.stdout[-3000:]
-    # lab_mig_strategy=single: every MIG device is nvidia.com/gpu, and step 7's time-slicing
-    # config replicates them (28 x 5); GFD names the product by its MIG profile
-    mig(lab, "all-1g.5gb", "-e", "lab_mig_strategy=single")
-    node = lab.node()
-    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "140" and node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "0"
-    labels = node["metadata"]["labels"]
-    assert labels["nvidia.com/mig.strategy"] == "single" and labels["nvidia.com/gpu.count"] == "28"
-    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED"
-    mig(lab, "all-1g.5gb")                                  # back to mixed, the lab's default
-    assert lab.node()["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "28"
-    out, counts = mig(lab, "all-balanced", "--check")
-    assert lab.node()["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.5gb"
-    assert sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout.count("MIG 1g.5gb") == 28
-    out, counts = mig(lab, "all-9g.99gb", check=False)
-    assert counts["failed"] == 1 and "is not a layout of" in flat(out.stdout) and "all-balanced" in flat(out.stdout)
-    mig(lab, "all-balanced")
-    allocatable = lab.node()["status"]["allocatable"]
-    assert {k: allocatable[k] for k in ("nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb")} == {
-        "nvidia.com/mig-1g.5gb": "8", "nvidia.com/mig-2g.10gb": "4", "nvidia.com/mig-3g.20gb": "4"}
-    out, counts = mig(lab, "all-disabled")
-    node = lab.node()
-    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "20"      # step 7's time-slicing again
-    assert not [k for k in node["metadata"]["labels"] if k.startswith("nvidia.com/mig-") and k.endswith(".count")]
-    assert node["metadata"]["labels"]["nvidia.com/mig.config.state"] == "success"
+    try:
+        out, _ = mig(lab, "all-1g.5gb")
+        node = lab.node()
+        labels = node["metadata"]["labels"]
+        assert node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "28"
+        assert (labels["nvidia.com/mig.config"], labels["nvidia.com/mig.config.state"]) == ("all-1g.5gb", "success")
+        assert labels["nvidia.com/gpu.deploy.device-plugin"] == labels["nvidia.com/gpu.deploy.gpu-feature-discovery"] == "true"
+        # GPU feature discovery's own labels, written by nfd-master (it lists what it owns)
+        assert labels["nvidia.com/mig.strategy"] == "mixed" and labels["nvidia.com/mig-1g.5gb.count"] == "28"
+        assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
+        assert "nvidia.com/mig-1g.5gb.count" in node["metadata"]["annotations"]["nfd.node.kubernetes.io/feature-labels"]
+        assert sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout.count("MIG 1g.5gb") == 28
+        log = lab.kubectl("-n", "gpu-operator", "logs", "ds/nvidia-device-plugin-daemonset", "-c", "nvidia-device-plugin").stdout
+        assert "Registered device plugin for 'nvidia.com/mig-1g.5gb' with Kubelet" in log
+        out, counts = mig(lab, "all-1g.5gb")
+        assert counts["changed"] == 0, out.stdout[-3000:]
+        # lab_mig_strategy=single: every MIG device is nvidia.com/gpu, and step 7's time-slicing
+        # config replicates them (28 x 5); GFD names the product by its MIG profile
+        mig(lab, "all-1g.5gb", "-e", "lab_mig_strategy=single")
+        node = lab.node()
+        assert node["status"]["allocatable"]["nvidia.com/gpu"] == "140" and node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "0"
+        labels = node["metadata"]["labels"]
+        assert labels["nvidia.com/mig.strategy"] == "single" and labels["nvidia.com/gpu.count"] == "28"
+        assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED"
+        mig(lab, "all-1g.5gb")                                  # back to mixed, the lab's default
+        assert lab.node()["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "28"
+        out, counts = mig(lab, "all-balanced", "--check")
+        assert lab.node()["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.5gb"
+        assert sh(lab.node_dir / "bin/nvidia-smi", "-L").stdout.count("MIG 1g.5gb") == 28
+        out, counts = mig(lab, "all-9g.99gb", check=False)
+        assert counts["failed"] == 1 and "is not a layout of" in flat(out.stdout) and "all-balanced" in flat(out.stdout)
+        mig(lab, "all-balanced")
+        allocatable = lab.node()["status"]["allocatable"]
+        assert {k: allocatable[k] for k in ("nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb")} == {
+            "nvidia.com/mig-1g.5gb": "8", "nvidia.com/mig-2g.10gb": "4", "nvidia.com/mig-3g.20gb": "4"}
+        out, counts = mig(lab, "all-disabled")
+        node = lab.node()
+        assert node["status"]["allocatable"]["nvidia.com/gpu"] == "20"      # step 7's time-slicing again
+        assert not [k for k in node["metadata"]["labels"] if k.startswith("nvidia.com/mig-") and k.endswith(".count")]
+        assert node["metadata"]["labels"]["nvidia.com/mig.config.state"] == "success"
+    finally:   # a failure above leaves no layout behind for the tests after it (they count whole GPUs)
+        if lab.node()["metadata"]["labels"].get("nvidia.com/mig.config", "all-disabled") != "all-disabled":
+            mig(lab, "all-disabled", check=False)
 
 
 def test_seed_003s_evidence_a_gpu_pod_gets_the_gpu_the_plugin_allocated(lab):
