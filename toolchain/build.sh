@@ -17,7 +17,8 @@
 #            lab-node-1 (issue 39); status checks it when named
 #            nvidia-mig-parted (toolchain/mig-parted), nfd-master (toolchain/node-feature-discovery)
 #            - MIG on lab-node-1 (issue 40): part of gpu-stack
-#            nvidia-ctk-installer nvidia-cdi-hook (toolchain/nvidia-container-toolkit, v1.20.2),
+#            nvidia-ctk-installer nvidia-cdi-hook nvidia-container-runtime-hook
+#            nvidia-container-runtime.cdi nvidia-container-runtime.legacy (toolchain/nvidia-container-toolkit, v1.20.2),
 #            nvidia-toolkit-v1.17.8 (toolchain/nvidia-container-toolkit-v1.17.8), nvidia-toolkit-v1.16.2
 #            nvidia-toolkit-toolkit-v1.16.2 nvidia-toolkit-containerd-v1.16.2
 #            (toolchain/nvidia-container-toolkit-v1.16.2) - NVIDIA's toolkit installers (issue 49):
@@ -38,7 +39,7 @@ here=${TOOLCHAIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl kubelet crictl"
 gpu_components="nvidia-device-plugin config-manager gpu-feature-discovery nvidia-container-runtime nvidia-ctk nvidia-mig-parted nfd-master"
 sentinel_components="node-problem-detector"
-toolkit_components="nvidia-ctk-installer nvidia-cdi-hook nvidia-toolkit-v1.17.8 nvidia-toolkit-v1.16.2 nvidia-toolkit-toolkit-v1.16.2 nvidia-toolkit-containerd-v1.16.2"
+toolkit_components="nvidia-ctk-installer nvidia-cdi-hook nvidia-container-runtime-hook nvidia-container-runtime.cdi nvidia-container-runtime.legacy nvidia-toolkit-v1.17.8 nvidia-toolkit-v1.16.2 nvidia-toolkit-toolkit-v1.16.2 nvidia-toolkit-containerd-v1.16.2"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
 case "$component" in
@@ -83,7 +84,7 @@ pinned() { # component -> the version its --version must print
     kwok|kwokctl) modver kwok sigs.k8s.io/kwok ;;
     nvidia-device-plugin|config-manager|gpu-feature-discovery) modver nvidia-device-plugin github.com/NVIDIA/k8s-device-plugin ;;
     nfd-master) modver node-feature-discovery sigs.k8s.io/node-feature-discovery ;;
-    nvidia-container-runtime|nvidia-ctk|nvidia-ctk-installer|nvidia-cdi-hook) modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit ;;
+    nvidia-container-runtime|nvidia-ctk|nvidia-ctk-installer|nvidia-cdi-hook|nvidia-container-runtime-hook|nvidia-container-runtime.*) modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit ;;
     nvidia-toolkit-v*|nvidia-toolkit-*-v*) modver "nvidia-container-toolkit-${1##*-}" github.com/NVIDIA/nvidia-container-toolkit ;;
     nvidia-mig-parted) modver mig-parted github.com/NVIDIA/mig-parted ;;
     node-problem-detector) modver node-problem-detector k8s.io/node-problem-detector ;;
@@ -191,7 +192,7 @@ case "$component" in
     tags=""
     cgo=1
     ;;
-  nvidia-container-runtime|nvidia-ctk|nvidia-ctk-installer|nvidia-cdi-hook|nvidia-toolkit-v*|nvidia-toolkit-*-v*)
+  nvidia-container-runtime|nvidia-ctk|nvidia-ctk-installer|nvidia-cdi-hook|nvidia-container-runtime-hook|nvidia-container-runtime.*|nvidia-toolkit-v*|nvidia-toolkit-*-v*)
     # as upstream's Makefile + versions.mk (v1.20.2, cmd-%): CLI_VERSION is LIB_VERSION without
     # the v (1.20.2), extldflags with -z lazy (never -z now: go-nvml resolves NVML lazily).
     # The installers of the seed's era (v1.17.8, v1.16.2) from their own module folders, the
