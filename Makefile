@@ -108,11 +108,13 @@ lane-docs:
 # The binaries the lab builds (control plane, the real node's, NVIDIA's), built once before the
 # lanes so Molecule and the cluster tests never build them at the same time; nothing when a lab
 # built them already (toolchain/build.sh, the one build script; gpu-stack includes
-# nvidia-mig-parted, gpu-feature-discovery and nfd-master - MIG on lab-node-1).
+# nvidia-mig-parted, gpu-feature-discovery and nfd-master - MIG on lab-node-1; toolkit: NVIDIA's
+# toolkit installers and the programs they install, for playbooks/toolkit.yml - issue 49).
 binaries:
 	@missing=$$(toolchain/build.sh status $(LAB_BIN) | awk '$$3 != "ok" {print $$1}'; \
 	  toolchain/build.sh status $(LAB_BIN) gpu-stack | awk '$$3 != "ok" {print $$1}'; \
-	  toolchain/build.sh status $(LAB_BIN) node-problem-detector | awk '$$3 != "ok" {print $$1}'); \
+	  toolchain/build.sh status $(LAB_BIN) node-problem-detector | awk '$$3 != "ok" {print $$1}'; \
+	  toolchain/build.sh status $(LAB_BIN) toolkit | awk '$$3 != "ok" {print $$1}'); \
 	  for c in $$missing; do echo "make test: building $$c (toolchain/build.sh)"; toolchain/build.sh $$c $(LAB_BIN) || exit 1; done
 
 lab-snapshot:

@@ -49,6 +49,9 @@ BUILT = {
     "containerd",     # Debian's package unpacked (make oracle; the real node), 2.x built from toolchain/
     "nvidia-smi",     # the mock's reader, compiled by the real node's script
     "busybox",        # Debian's busybox-static, unpacked into the real node's images (in-image paths)
+    # NVIDIA's toolkit installers (toolchain/build.sh, group toolkit) and the stand-in for the C
+    # nvidia-container-cli, laid out in the copy of the toolkit's container (roles/gpu_toolkit)
+    "nvidia-ctk-installer", "nvidia-toolkit", "nvidia-container-cli",
 }
 # Called only where present, with a way without them
 OPTIONAL = {
