@@ -34,6 +34,7 @@ PAGES = (
     "docs/bundles.md",
     "docs/board.md",
     "docs/gpu-stack.md",
+    "docs/toolkit.md",      # reads the lab folder's etc/containerd (README's `make lab`)
     "docs/sharing.md",
     "docs/lab.md",          # its fleet of 500 nodes after the pages that want three
     "docs/classroom.md",
