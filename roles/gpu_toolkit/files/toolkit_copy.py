@@ -3,6 +3,10 @@
 """NVIDIA's toolkit installer, unmodified, on a copy of a node's /etc/containerd.
 
     toolkit_copy.py VERSION BIN_DIR CONFIG_DIR WORK [--oracle[=]NAME=CONTAINERD]... [--check]
+    toolkit_copy.py --image VERSION BIN_DIR OUT NAME     the same container as an image spec
+    toolkit_copy.py --env                                the Operator's environment for its Pod
+    toolkit_copy.py --save SRC SAVE | --restore SAVE DEST   the node's config folder kept / put back
+    toolkit_copy.py --compare SAVE DEST                  what differs, file by file
 
 Lays out WORK/rootfs as the GPU Operator's toolkit container sees its node (assets/state-container-
 toolkit/0500_daemonset.yaml and transformForRuntime, NVIDIA/gpu-operator): the node's
@@ -164,7 +168,9 @@ def copy_config(config_dir, dest):
             put(dest, rel, text=text, mode=0o644)
 
 
-def layout(rootfs, version, bin_dir, config_dir, oracles):
+def image_layout(rootfs, version, bin_dir):
+    """The toolkit container's own files: the installer's programs where that version's image had
+    them, what it installs, the stand-in C pieces, the C library and sh."""
     spec = VERSIONS[era(version, bin_dir)]
     for path, name in sorted(spec["programs"].items()):
         binary = os.path.join(bin_dir, name)
@@ -185,6 +191,11 @@ def layout(rootfs, version, bin_dir, config_dir, oracles):
     for path, real in libc_files().items():
         put(rootfs, path, src=real)
     put(rootfs, "/bin/sh", src=os.path.realpath(shutil.which("dash") or "/bin/sh"))
+
+
+def layout(rootfs, version, bin_dir, config_dir, oracles):
+    """The copy: the container's files, the node's /etc/containerd mounted as the Operator mounts it."""
+    image_layout(rootfs, version, bin_dir)
     for name, binary in oracles:
         put(rootfs, "/oracle/%s/containerd" % name, src=binary)
     copy_config(config_dir, os.path.join(rootfs, "etc/containerd"))
@@ -268,7 +279,115 @@ def run(version, bin_dir, config_dir, rootfs, oracles):
     }
 
 
+def image(version, bin_dir, out, name):
+    """--image: the container's files as an image spec for the lab's oci_image.py (OUT/image.json,
+    OUT/rootfs), the entrypoint that version's image ran."""
+    if era(version, bin_dir) is None:
+        raise Refused("toolkit version %s is not one built here" % version)
+    rootfs = os.path.join(out, "rootfs")
+    shutil.rmtree(rootfs, ignore_errors=True)
+    image_layout(rootfs, version, bin_dir)
+    files, links = {}, {}
+    for base, dirs, names in os.walk(rootfs):
+        for entry in sorted(dirs + names):
+            full = os.path.join(base, entry)
+            path = "/" + os.path.relpath(full, rootfs)
+            if os.path.islink(full):
+                links[path] = os.readlink(full)
+            elif os.path.isfile(full):
+                files[path] = full
+    spec = [{"names": [name], "files": files, "symlinks": links,
+             "entrypoint": VERSIONS[era(version, bin_dir)]["entrypoint"]}]
+    with open(os.path.join(out, "image.json"), "w") as f:
+        json.dump(spec, f, indent=1, sort_keys=True)
+        f.write("\n")
+    # the Operator's environment for the Pod: the copy's own settings (no daemon, no restart) left to it
+    env = {k: v for k, v in OPERATOR_ENV.items() if k not in ("NO_DAEMON", "RUNTIME_RESTART_MODE")}
+    return {"image": name, "spec": os.path.join(out, "image.json"), "entrypoint": spec[0]["entrypoint"],
+            "environment": env}
+
+
+def save(src, dest):
+    """--save: the node's containerd config folder as it is, before the installer writes into it
+    (its files byte for byte, modes kept). A save that exists is kept: it holds the files from
+    before the first run. Returns whether it saved."""
+    if os.path.exists(dest):
+        return False
+    if not os.path.isdir(src):
+        raise Refused("%s is not a folder: the node's containerd config folder to save" % src)
+    tmp = dest + ".saving"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp, symlinks=True)
+    os.replace(tmp, dest)
+    return True
+
+
+def restore(saved, dest):
+    """--restore: DEST's files made those of SAVED again, byte for byte: changed and missing files
+    written, files SAVED does not have removed (a drop-in the installer left). Returns what changed."""
+    if not os.path.isdir(saved):
+        raise Refused("%s does not exist: nothing was saved, nothing to restore" % saved)
+    want, have = read_bytes(saved), read_bytes(dest) if os.path.isdir(dest) else {}
+    changed = []
+    for rel in sorted(set(have) - set(want)):
+        os.remove(os.path.join(dest, rel))
+        changed.append("removed " + rel)
+    for rel, (data, mode) in sorted(want.items()):
+        if have.get(rel) != (data, mode):
+            target = os.path.join(dest, rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target + ".restoring", "wb") as f:
+                f.write(data)
+            os.chmod(target + ".restoring", mode)
+            os.replace(target + ".restoring", target)
+            changed.append(("restored " if rel in have else "put back ") + rel)
+    return changed
+
+
+def read_bytes(folder):
+    out = {}
+    for base, _, names in os.walk(folder):
+        for name in names:
+            full = os.path.join(base, name)
+            if os.path.isfile(full) and not os.path.islink(full):
+                with open(full, "rb") as f:
+                    out[os.path.relpath(full, folder)] = (f.read(), os.stat(full).st_mode & 0o7777)
+    return out
+
+
+def compare(saved, folder):
+    """--compare: what differs in FOLDER from SAVED, file by file (changed, new, removed)."""
+    want, have = read_bytes(saved), read_bytes(folder)
+    return ["changed " + r for r in sorted(set(want) & set(have)) if want[r] != have[r]] + \
+        ["new " + r for r in sorted(set(have) - set(want))] + ["removed " + r for r in sorted(set(want) - set(have))]
+
+
 def main(argv):
+    if argv[:1] == ["--compare"] and len(argv) == 3:
+        print(json.dumps({"files": compare(argv[1], argv[2])}))
+        return 0
+    if argv[:1] in (["--save"], ["--restore"]) and len(argv) == 3:
+        try:
+            if argv[0] == "--save":
+                print(json.dumps({"changed": save(argv[1], argv[2]), "saved": argv[2]}))
+            else:
+                changed = restore(argv[1], argv[2])
+                print(json.dumps({"changed": bool(changed), "files": changed}))
+            return 0
+        except (Refused, OSError) as exc:
+            print(json.dumps({"failed": True, "msg": "%s %s: %s" % (argv[0][2:], argv[1], exc)}))
+            return 1
+    if argv == ["--env"]:   # the Operator's environment for a Pod (the copy's own settings left out)
+        print(json.dumps({k: v for k, v in OPERATOR_ENV.items() if k not in ("NO_DAEMON", "RUNTIME_RESTART_MODE")}))
+        return 0
+    if argv[:1] == ["--image"] and len(argv) == 5:
+        try:
+            os.makedirs(argv[3], exist_ok=True)
+            print(json.dumps(image(argv[1], os.path.abspath(argv[2]), argv[3], argv[4])))
+            return 0
+        except (Refused, OSError) as exc:
+            print(json.dumps({"failed": True, "msg": "the toolkit image %s: %s" % (argv[4], exc)}))
+            return 1
     check = "--check" in argv
     oracles = []
     rest = []
