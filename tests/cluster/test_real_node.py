@@ -27,6 +27,8 @@ from real_node_lab import (  # tests/cluster/real_node_lab.py: the lab both real
     ANSIBLE, BIN, FIXED_DROPIN, NODE, ROOT, RUNTIME_CHECK, diagnosed, drill, flat, graded, play, real_lab, sh)
 sys.path.insert(0, str(ROOT / "tools"))
 from headless_chromium import Chromium, binary  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
+import doc_blocks  # noqa: E402  (tests/doc_blocks.py: docs/toolkit.md's block marked for this module)
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +81,46 @@ def test_the_sentinel_names_the_latent_fault_before_the_reboot(lab):
     pod = json.loads(lab.kubectl("-n", "kube-system", "get", "pods", "-l", "app=runtime-sentinel", "-o", "json").stdout)["items"]
     assert [p["spec"]["nodeName"] for p in pod] == [NODE]
     assert pod[0]["spec"]["containers"][0]["image"] == "registry.k8s.io/node-problem-detector/node-problem-detector:v1.34.0"
+
+
+def test_nvidia_s_toolkit_installer_as_the_operator_runs_it_writes_and_does_not_restart(lab):
+    """Issue 49: NVIDIA's own installer (nvidia-ctk-installer, built here) as the GPU Operator's
+    toolkit DaemonSet Pod on lab-node-1 with RUNTIME_RESTART_MODE=none - the incident made by the
+    real component: its drop-in written into the node's /etc/containerd (the lab folder, saved first),
+    the Pod Ready, containerd not restarted, the sentinel's RuntimeRestartPending True (NVIDIA's
+    drop-in keeps runc, so the next start serves CRI); a rerun changes nothing; state=absent deletes
+    the DaemonSet - the installer's TERM cleanup removes its drop-in - and puts the lab folder's
+    files back byte for byte."""
+    # docs/toolkit.md's commands for the real node, as printed (the lab's own names added)
+    block = [b for b in doc_blocks.parse((ROOT / "docs/toolkit.md").read_text(), "docs/toolkit.md")
+             if b.by == "tests/cluster/test_real_node.py"]
+    deploy, delete = [line.split()[1:] for line in block[0].text.splitlines()]
+    assert deploy == ["playbooks/toolkit.yml", "-e", "toolkit_target=node"] and delete == deploy + ["-e", "state=absent"]
+    folder = lab.root / "etc/containerd"
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    running = lab.running()
+    out, counts = play(*deploy, *lab.extra)
+    said = flat(out.stdout)
+    assert 'msg="Flushing config to /runtime/config-dir.d/99-nvidia.toml"' in said, said[-2000:]
+    assert 'msg="Skipping restart of containerd due to --restart-mode=none"' in said
+    pods = json.loads(lab.kubectl("-n", "gpu-operator", "get", "pods", "-l", "app=nvidia-container-toolkit-daemonset",
+                                  "-o", "json").stdout)["items"]
+    assert [p["spec"]["nodeName"] for p in pods] == [NODE] and pods[0]["spec"]["hostPID"]
+    assert [c["status"] for c in pods[0]["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
+    dropin = (folder / "conf.d/99-nvidia.toml").read_text()
+    assert 'default_runtime_name = "nvidia"' in dropin and 'containerd.runtimes.runc]' in dropin
+    assert lab.running() == running                         # containerd was not restarted
+    now = lab.sentinel_says("False", "True", "loaded: %s; next start: nvidia, nvidia-cdi, nvidia-legacy, runc (" %
+                            ", ".join(running), timeout=90)
+    assert now["RuntimeBreaksOnRestart"][1] == "the next start of containerd serves CRI with its default runtime"
+    out, counts = play(*deploy, *lab.extra)
+    assert counts["changed"] == 0, out.stdout[-3000:]
+    out, counts = play(*delete, *lab.extra)
+    assert "the installer cleaned up on TERM" in flat(out.stdout) and "put back conf.d/99-nvidia.toml" in flat(out.stdout)
+    assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert "daemonset.apps/nvidia-container-toolkit-daemonset" not in lab.kubectl(
+        "-n", "gpu-operator", "get", "daemonsets", "-o", "name").stdout.split()
+    lab.sentinel_says("True", "True", "loaded: runc; next start: nvidia (", timeout=90)   # the lab's own state again
 
 
 def test_pods_run_logs_exec_and_nvidia_refused(lab):
