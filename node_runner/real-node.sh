@@ -5,6 +5,9 @@
 #   real-node.sh reboot STATE     the next reboot: everything stops, starts from the files on disk
 #   real-node.sh restart-containerd STATE   containerd alone restarts, loading every file
 #   real-node.sh status STATE     what runs (JSON), changes nothing
+#   real-node.sh supervise STATE containerd always [SECONDS] | no
+#                                 containerd's supervisor restarts it when it ends on its own
+#                                 (containerd.service's Restart=always, RestartSec=5), or not
 #   real-node.sh down STATE       stop everything, remove namespaces, veth, cgroups, mounts
 #   real-node.sh exec STATE CMD.. run CMD on the node (its mount and network namespace, its PATH)
 #   real-node.sh gpu-refresh STATE  the GPU half's files anew from the mock's GPUs now (the CDI
@@ -22,7 +25,7 @@
 # /etc/containerd, /var/lib/kubelet, /etc/cni or /opt/cni.
 set -eEuo pipefail
 
-cmd=${1:?usage: real-node.sh converge|reboot|restart-containerd|status|down|exec|gpu-refresh|probe STATE}
+cmd=${1:?usage: real-node.sh converge|reboot|restart-containerd|status|supervise|down|exec|gpu-refresh|probe STATE}
 # The node's helpers (nodebin/*.py, the standard library only) run with the system's Python 3
 # where there is one: `python3` from PATH may be a pyenv shim, ~0.1 s of CPU a call against
 # ~0.01 s - and every exec and status calls one (bench/README.md, session 14)
@@ -713,15 +716,40 @@ case "$cmd" in
     ;;
   restart-containerd)   # containerd alone restarts and loads every file (what a handler does)
     alive holder "$S/nodebin/pause" || die "the real node is not running (run lab.yml)"
+    # a restart policy (supervise containerd always) must not start a second containerd beside
+    # the one started here: it is set aside while containerd stops, and back for the new one
+    [ -f "$S/containerd.restart" ] && mv -f "$S/containerd.restart" "$S/containerd.restart.held"
     if alive containerd "containerd"; then
       kill -TERM "$(cat "$S/containerd.pid")" 2>/dev/null || true   # gone already: nothing to stop
       wait_for 30 "containerd to stop" bash -c "! kill -0 $(cat "$S/containerd.pid") 2>/dev/null"
     fi
     containerd_start restart
+    [ -f "$S/containerd.restart.held" ] && mv -f "$S/containerd.restart.held" "$S/containerd.restart"
     status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
     ;;
   status)
     status_json ""
+    ;;
+  supervise)   # supervise containerd always [SECONDS] | no: the supervisor's restart policy
+    [ "${3:-}" = containerd ] || die "usage: real-node.sh supervise STATE containerd always [SECONDS] | no"
+    case "${4:-}" in
+      always)
+        seconds=${5:-5}
+        [[ "$seconds" =~ ^[0-9]+$ ]] || die "supervise: RestartSec must be whole seconds, not '$seconds'"
+        # containerd.service (upstream): Restart=always, RestartSec=5; before each restart the node's
+        # /etc/containerd view is synced from its disk (the lab folder), as a real node has one /etc
+        printf 'always %s\n%q %q %q %q all %q %q %q\n' "$seconds" "$PY" "$S/nodebin/node_view.py" \
+          "$LAB_ROOT/etc/containerd" "$S/etc-containerd" "$LAB_ROOT" "$VIEW_REWRITE_SYSTEMD" "$VIEW_RESTRICT_OOM" \
+          > "$S/containerd.restart.tmp"
+        if cmp -s "$S/containerd.restart.tmp" "$S/containerd.restart"; then rm -f "$S/containerd.restart.tmp"
+        else mv -f "$S/containerd.restart.tmp" "$S/containerd.restart"; actions+=("containerd: Restart=always, RestartSec=${seconds}"); fi
+        ;;
+      no)
+        if [ -f "$S/containerd.restart" ]; then rm -f "$S/containerd.restart"; actions+=("containerd: no restart policy"); fi
+        ;;
+      *) die "supervise: always [SECONDS] or no, not '${4:-}'" ;;
+    esac
+    status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
     ;;
   gpu-refresh)
     [ "${GPU_STACK:-none}" = nvidia ] || die "the node has no GPU half (lab_gpu_stack=${GPU_STACK:-none})"

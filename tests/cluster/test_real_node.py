@@ -123,6 +123,34 @@ def test_nvidia_s_toolkit_installer_as_the_operator_runs_it_writes_and_does_not_
     lab.sentinel_says("True", "True", "loaded: runc; next start: nvidia (", timeout=90)   # the lab's own state again
 
 
+def test_the_installers_sighup_ends_containerd_and_its_supervisor_brings_it_back(lab):
+    """Issue 49, restart mode signal: NVIDIA's installer sends containerd SIGHUP (the Pod found
+    through the socket's peer, hostPID); containerd 1.6.20 does not handle SIGHUP and exits; the
+    node's supervisor, as containerd.service's Restart=always, starts it again after RestartSec and
+    it loads what the installer wrote. Deleting the DaemonSet: the installer's cleanup removes its
+    drop-in and signals again; the lab folder comes back byte for byte. systemd is refused."""
+    folder = lab.root / "etc/containerd"
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    out, counts = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "toolkit_restart_mode=signal", *lab.extra)
+    said = flat(out.stdout)
+    assert 'msg="Sending SIGHUP signal to containerd"' in said, said[-3000:]
+    log = (lab.node_dir / "containerd.log").read_text()
+    # 129: ended by SIGHUP (128 + 1) - containerd 1.6.20 does not handle it
+    assert re.search(r"supervise\.sh: containerd exited with status 129; Restart=always: starting it again in 5 s", log), log[-2000:]
+    assert lab.running() == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]      # the installer's files, loaded
+    assert lab.wait("lab-node-1 Ready with containerd back", lambda: lab.ready() == "True", 120)
+    lab.sentinel_says("False", "False", timeout=90)
+    out, counts = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "toolkit_restart_mode=systemd", *lab.extra,
+                       check=False)
+    assert counts["failed"] == 1 and "node has no systemd" in flat(out.stdout)
+    out, counts = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "state=absent", *lab.extra)
+    assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert not (lab.node_dir / "containerd.restart").exists()
+    # the cleanup's SIGHUP: containerd restarted once more, without NVIDIA's drop-in
+    assert lab.wait("containerd back without NVIDIA's runtimes", lambda: lab.running() == ["runc"], 60)
+    lab.sentinel_says("True", "True", "loaded: runc; next start: nvidia (", timeout=90)   # the lab's own state again
+
+
 def test_pods_run_logs_exec_and_nvidia_refused(lab):
     lab.kubectl("-n", "gpu-lab", "run", "bb", "--image=gpu-incident-lab.local/busybox:1.35",
                 "--overrides", json.dumps({"spec": {"nodeName": NODE}}), "--restart=Never", "--",
