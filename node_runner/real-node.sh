@@ -736,6 +736,14 @@ case "$cmd" in
       always)
         seconds=${5:-5}
         [[ "$seconds" =~ ^[0-9]+$ ]] || die "supervise: RestartSec must be whole seconds, not '$seconds'"
+        # the running supervisor must know the policy: one started before nodebin/supervise.sh learnt
+        # it (a node that runs since an older lab.yml) would let containerd stay down
+        if alive containerd "containerd"; then
+          sup=$(ps -o ppid= -p "$(cat "$S/containerd.pid")" | tr -d ' ')
+          started=$(( $(date +%s) - $(ps -o etimes= -p "$sup" | tr -d ' ') ))
+          [ "$started" -ge "$(stat -c %Y "$S/nodebin/supervise.sh")" ] ||
+            die "containerd's supervisor (pid $sup) started before nodebin/supervise.sh knew restart policies: it would not start containerd again - restart containerd first (real-node.sh restart-containerd $S) or reboot the node (playbooks/reboot.yml)"
+        fi
         # containerd.service (upstream): Restart=always, RestartSec=5; before each restart the node's
         # /etc/containerd view is synced from its disk (the lab folder), as a real node has one /etc
         printf 'always %s\n%q %q %q %q all %q %q %q\n' "$seconds" "$PY" "$S/nodebin/node_view.py" \
