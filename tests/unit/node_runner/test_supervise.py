@@ -4,9 +4,8 @@ on NVIDIA's installer's SIGHUP and systemd starts it again)."""
 import os
 import signal
 import subprocess
-import time
 
-from lab_testing import ROOT
+from lab_testing import ROOT, wait_for
 
 SUPERVISE = ROOT / "node_runner/supervise.sh"
 # the supervised "daemon": it sleeps until a signal ends it (default handling, as containerd for SIGHUP)
@@ -14,17 +13,14 @@ DAEMON = ["sleep", "600"]
 
 
 def pid_of(state, name="d", old=None, timeout=10):
-    """The supervised process's pid, once it is written (and not `old`)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    """The supervised process's pid, once the supervisor wrote it (and it is not `old`)."""
+    def written():
         try:
             pid = int((state / (name + ".pid")).read_text())
-            if pid != old and os.path.exists("/proc/%d" % pid):
-                return pid
         except (OSError, ValueError):
-            pass
-        time.sleep(0.05)   # poll interval of this bounded wait for the supervisor's pid file
-    raise AssertionError("supervise.sh wrote no new pid for %s in %ss" % (name, timeout))
+            return None
+        return pid if pid != old and os.path.exists("/proc/%d" % pid) else None
+    return wait_for("supervise.sh to write a new pid for %s" % name, written, timeout, interval=0.05)
 
 
 def start(state, *wrapper):
