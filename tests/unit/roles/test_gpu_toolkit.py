@@ -164,7 +164,7 @@ def test_a_rerun_changes_nothing_check_keeps_nothing_and_bad_input_is_refused(tm
 def test_the_playbook_runs_as_the_readme_shows_reruns_unchanged_and_forgets(tmp_path):
     built(INSTALLERS["v1.16.2"] + ARTIFACTS)
     config = seed_config(tmp_path)
-    common = ["-e", "toolkit_version=v1.16.2", "-e", "toolkit_config_dir=%s" % config,
+    common = ["-e", "toolkit_target=copy", "-e", "toolkit_version=v1.16.2", "-e", "toolkit_config_dir=%s" % config,
               "-e", "lab_state_dir=%s" % (tmp_path / "state")]
 
     def play(*args):
