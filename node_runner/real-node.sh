@@ -3,7 +3,7 @@
 #
 #   real-node.sh converge STATE   bring the node to the incident's end state (say what was done)
 #   real-node.sh reboot STATE     the next reboot: everything stops, starts from the files on disk
-#   real-node.sh restart-containerd STATE   containerd alone restarts, loading every file
+#   real-node.sh restart-containerd STATE [restart|incident]   containerd alone restarts, loading every file (incident: the main config alone, the drop-ins after)
 #   real-node.sh status STATE     what runs (JSON), changes nothing
 #   real-node.sh supervise STATE containerd always [SECONDS] | no
 #                                 containerd's supervisor restarts it when it ends on its own
@@ -714,7 +714,14 @@ case "$cmd" in
     fi
     status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
     ;;
-  restart-containerd)   # containerd alone restarts and loads every file (what a handler does)
+  restart-containerd)   # containerd alone restarts and loads every file (what a handler does);
+    # `restart-containerd STATE incident`: from the main config alone, the drop-ins arriving after
+    # (as the lab's node starts on the incident day) - how gpu_toolkit gives back a node whose
+    # containerd ran that way before NVIDIA's installer
+    start_mode=${3:-restart}
+    case "$start_mode" in restart|incident) ;; *)
+      die "restart-containerd: the start is 'restart' (every file) or 'incident' (the main config alone, the drop-ins after), not '$start_mode'" ;;
+    esac
     alive holder "$S/nodebin/pause" || die "the real node is not running (run lab.yml)"
     # a restart policy (supervise containerd always) must not start a second containerd beside
     # the one started here: it is set aside while containerd stops, and back for the new one
@@ -723,7 +730,7 @@ case "$cmd" in
       kill -TERM "$(cat "$S/containerd.pid")" 2>/dev/null || true   # gone already: nothing to stop
       wait_for 30 "containerd to stop" bash -c "! kill -0 $(cat "$S/containerd.pid") 2>/dev/null"
     fi
-    containerd_start restart
+    containerd_start "$start_mode"
     [ -f "$S/containerd.restart.held" ] && mv -f "$S/containerd.restart.held" "$S/containerd.restart"
     status_json "$(IFS=$'\x1f'; echo "${actions[*]:-}")"
     ;;

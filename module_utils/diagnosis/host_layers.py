@@ -257,7 +257,24 @@ def _containerd_evidence(seen, daemon):
         out.append(ev("%s cdi_enabled" % fref, daemon.cdi))
     if daemon.pending:
         out.append(ev("finding", "restart pending on %s: %s" % (seen.name, daemon.pending)))
-    return out + _sentinel_evidence(seen)
+    return out + _toolkit_evidence(seen, daemon) + _sentinel_evidence(seen)
+
+
+def _toolkit_evidence(seen, daemon):
+    """NVIDIA's toolkit installer on the node, in its own words about restarting containerd
+    (walk.Diagnosis.toolkit); with a restart pending, a finding that names the installer that
+    wrote and did not restart."""
+    out = []
+    for ref, mode, said in getattr(seen, "toolkit", None) or []:
+        out.append(ev("%s (NVIDIA's toolkit installer, RUNTIME_RESTART_MODE=%s)" % (ref, mode),
+                      said[-1] if said else "no line about restarting containerd in its log"))
+        skipped = [line for line in said if "Skipping restart" in line or "exiting early" in line
+                   or "unable to restart" in line or "Max retries" in line or "error restarting" in line]
+        if daemon.pending and skipped:
+            out.append(ev("finding", "the toolkit installer on %s wrote containerd's config and did not restart it - "
+                                     "its own words: %s; containerd runs the old config until it is restarted"
+                          % (seen.name, skipped[-1][:240])))
+    return out
 
 
 # node-problem-detector's sentinel (issue 39, role runtime_sentinel): its Node conditions

@@ -21,6 +21,16 @@ SOCKET_DIR = "/var/lib/kubelet/device-plugins"
 # app.kubernetes.io/name - on its GFD and MPS DaemonSets too).
 PLUGIN_SELECTORS = ("name=nvidia-device-plugin-ds", "app=nvidia-device-plugin-daemonset",
                     "app.kubernetes.io/name=nvidia-device-plugin")
+# NVIDIA's toolkit installer as the GPU Operator runs it (its DaemonSet nvidia-container-toolkit-
+# daemonset, label app=<name>; assets/state-container-toolkit/0500_daemonset.yaml): it writes the
+# runtime's config and restarts containerd by RUNTIME_RESTART_MODE - or says why it did not.
+TOOLKIT_SELECTOR = "app=nvidia-container-toolkit-daemonset"
+# its own words about the restart (cmd/nvidia-ctk-installer: container.go Restart,
+# runtime/containerd/containerd_linux.go SignalContainerd, main.go's signal handling)
+TOOLKIT_RESTART_LINE = (r"Skipping restart of \S+ due to --restart-mode=\S+|Sending SIGHUP signal to containerd|"
+                        r"Successfully signaled containerd|Error signaling containerd|Max retries reached|"
+                        r"unable to restart containerd|Signal received, exiting early|Restarting \S+ (on host )?using systemd|"
+                        r"error restarting \S+ using systemd")
 # Containers that make a Pod GPU feature discovery or the MPS control daemon, not the plugin
 # (Helm chart templates daemonset-gfd.yml, daemonset-mps-control-daemon.yml: container names
 # gpu-feature-discovery-ctr / mps-control-daemon-ctr, commands gpu-feature-discovery /

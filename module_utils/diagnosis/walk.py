@@ -13,9 +13,12 @@ and required node affinity admit (or, when the affinity admits none, its nodeSel
 the one whose path reaches furthest - the lowest broken layer highest - is reported.
 """
 
+import re
+
 from ansible.module_utils.diagnosis import host_layers, plugin_layers, pod_layers
 from ansible.module_utils.diagnosis.kube_objects import (
-    DRIVER_LABELS, PLUGIN_SELECTORS, node_admits, plugin_component, pod_request)
+    DRIVER_LABELS, PLUGIN_SELECTORS, TOOLKIT_RESTART_LINE, TOOLKIT_SELECTOR, node_admits, plugin_component,
+    pod_request)
 from ansible.module_utils.diagnosis.sources import (
     DiagnoseError, LiveSource, Source, Unreadable, parse_selector)
 from ansible.module_utils.diagnosis.texts import (
@@ -64,6 +67,8 @@ class Seen(object):
     where: the source's names for the evidence (Where).
     last_errors: {(namespace, pod): [evidence]} - the last error line each crashing or failed
         container of the plugin's Pods and the Pod printed in its log (texts.last_error).
+    toolkit: [(log reference, RUNTIME_RESTART_MODE, its lines about the restart)] of NVIDIA's
+        toolkit installer Pods on the node (Diagnosis.toolkit).
     """
 
     def __init__(self, **fields):
@@ -194,6 +199,28 @@ class Diagnosis(object):
         except Unreadable as exc:
             return rc_name, None, exc.why
 
+    def toolkit(self, name):
+        """NVIDIA's toolkit installer on node `name` (the Operator's DaemonSet Pod): [(Pod
+        reference, its RUNTIME_RESTART_MODE, its last words about restarting containerd)] - what
+        it said when it skipped, failed or did the restart. [] when none runs or it cannot be read."""
+        try:
+            pods = [p for p in self.src.pods(TOOLKIT_SELECTOR) if (p.get("spec") or {}).get("nodeName") == name]
+        except Unreadable:
+            return []
+        found = []
+        for pod in pods:
+            ns, pod_name = pod["metadata"].get("namespace"), pod["metadata"]["name"]
+            env = {e.get("name"): e.get("value") for c in (pod.get("spec") or {}).get("containers") or []
+                   for e in c.get("env") or [] if isinstance(e, dict)}
+            try:
+                log = self.src.pod_log(ns, pod_name) or ""
+            except Unreadable:
+                log = ""
+            said = [line.strip() for line in log.splitlines() if re.search(TOOLKIT_RESTART_LINE, line)]
+            found.append((self.where.log(ns, pod_name), env.get("RUNTIME_RESTART_MODE") or "signal (its default)",
+                          said[-3:]))
+        return found
+
     def see(self, node, pod=None):
         """Everything the rules judge on this node, read from the source: a Seen."""
         name = node["metadata"]["name"]
@@ -221,7 +248,7 @@ class Diagnosis(object):
                     missing={a: self.src.missing_reason(name, a) for a in EXPLAINED},
                     resource=self.resource, driver_labels=self.driver_labels,
                     selectors=self.dp_selectors, dp_namespace=self.dp_namespace,
-                    where=self.where, last_errors=self.last_errors)
+                    where=self.where, last_errors=self.last_errors, toolkit=self.toolkit(name))
 
     # ----------------------------------------------------------------- walk
     def walk_node(self, node, pod=None):

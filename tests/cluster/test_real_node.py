@@ -16,6 +16,7 @@ import re
 import signal
 import socket
 import ssl
+import struct
 import sys
 import urllib.error
 import urllib.request
@@ -28,6 +29,7 @@ from real_node_lab import (  # tests/cluster/real_node_lab.py: the lab both real
 sys.path.insert(0, str(ROOT / "tools"))
 from headless_chromium import Chromium, binary  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests"))
+import versions  # noqa: E402  (tests/versions.py: the pins of toolchain/*/go.mod)
 import doc_blocks  # noqa: E402  (tests/doc_blocks.py: docs/toolkit.md's block marked for this module)
 
 
@@ -116,7 +118,10 @@ def test_nvidia_s_toolkit_installer_as_the_operator_runs_it_writes_and_does_not_
     out, counts = play(*deploy, *lab.extra)
     assert counts["changed"] == 0, out.stdout[-3000:]
     out, counts = play(*delete, *lab.extra)
-    assert "the installer cleaned up on TERM" in flat(out.stdout) and "put back conf.d/99-nvidia.toml" in flat(out.stdout)
+    said = flat(out.stdout)
+    # NVIDIA's cleanup removed its drop-in (your drop-in was in its place: put back); mode none: no restart
+    assert "(TERM for the installer: its cleanup)" in said and "put back conf.d/99-nvidia.toml" in said, said[-2000:]
+    assert "containerd runs %s, as before the installer" % ", ".join(running) in said
     assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     assert "daemonset.apps/nvidia-container-toolkit-daemonset" not in lab.kubectl(
         "-n", "gpu-operator", "get", "daemonsets", "-o", "name").stdout.split()
@@ -143,12 +148,66 @@ def test_the_installers_sighup_ends_containerd_and_its_supervisor_brings_it_back
     out, counts = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "toolkit_restart_mode=systemd", *lab.extra,
                        check=False)
     assert counts["failed"] == 1 and "node has no systemd" in flat(out.stdout)
+    # NVIDIA's cleanup does not always restart containerd (its SIGHUP can reach the installer
+    # itself - the next test; or the installer is not running when TERM comes). Forced here: the
+    # installer stopped (SIGSTOP) - TERM waits, the grace period ends in SIGKILL, no cleanup runs.
+    crictl = [lab.node_dir / "bin/crictl"]
+    ids = lab.wait("the installer's container running", lambda: sh(*crictl, "ps", "--name", "nvidia-container-toolkit-ctr",
+                                                                  "-q").stdout.split(), 60)
+    pid = json.loads(sh(*crictl, "inspect", ids[0]).stdout)["info"]["pid"]
+    assert pathlib.Path("/proc/%d/cmdline" % pid).read_bytes().startswith(b"/usr/bin/nvidia-ctk-installer")
+    os.kill(pid, signal.SIGSTOP)
     out, counts = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "state=absent", *lab.extra)
+    said = flat(out.stdout).replace("''", "'")     # YAML's quoting of an apostrophe in ansible's output
+    assert ("NVIDIA's cleanup did not restart containerd - it still ran nvidia, nvidia-cdi, nvidia-legacy, runc with the "
+            "installer's files left: changed conf.d/99-nvidia.toml" in said), said[-3000:]
+    assert "the play restarted it as it had started before the installer (incident): it runs runc" in said
     assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     assert not (lab.node_dir / "containerd.restart").exists()
-    # the cleanup's SIGHUP: containerd restarted once more, without NVIDIA's drop-in
-    assert lab.wait("containerd back without NVIDIA's runtimes", lambda: lab.running() == ["runc"], 60)
+    assert lab.running() == ["runc"]                      # the node as before the installer
     lab.sentinel_says("True", "True", "loaded: runc; next start: nvidia (", timeout=90)   # the lab's own state again
+    out, counts = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "state=absent", *lab.extra)
+    assert counts["changed"] == 0 and not (lab.state / "toolkit/saved-etc-containerd.node.json").exists()
+
+
+def test_nvidia_s_sighup_finds_pid_0_when_containerd_speaks_first(lab):
+    """Why NVIDIA's installer sometimes signals itself (issue 47's CI failure of this file): its
+    SignalContainerd (cmd/nvidia-ctk-installer/container/runtime/containerd/containerd_linux.go)
+    dials containerd's socket, *then* sets SO_PASSCRED, reads one message and sends SIGHUP to the
+    pid in its credentials. The kernel attaches a sender's credentials to data only if the reader
+    had SO_PASSCRED when it was sent; containerd's gRPC server writes its HTTP/2 settings as soon
+    as it accepts - so when containerd speaks first, the pid read is 0, and kill(0, SIGHUP) signals
+    the installer's own process group: "Signal received, exiting early" during its setup, and a
+    cleanup that "succeeds" with containerd never restarted. Shown here with the node's containerd."""
+    import select
+    import pwd
+    pin = "github.com/NVIDIA/nvidia-container-toolkit@v" + versions.go_mod_version(
+        "nvidia-container-toolkit", "github.com/NVIDIA/nvidia-container-toolkit")
+    # the lab's pinned module, where its build put it (the user's HOME: the tests run in their own)
+    module = json.loads(sh("go", "mod", "download", "-json", pin, cwd=ROOT / "toolchain/nvidia-container-toolkit",
+                           env=dict(os.environ, HOME=pwd.getpwuid(os.getuid()).pw_dir), timeout=300).stdout)
+    code = (pathlib.Path(module["Dir"]) / "cmd/nvidia-ctk-installer/container/runtime/containerd/containerd_linux.go").read_text()
+    order = [code.index(s) for s in ('net.Dial("unix", socket)', "syscall.SO_PASSCRED, 1", "ReadMsgUnix(nil, oob)",
+                                     "syscall.Kill(int(ucred.Pid), syscall.SIGHUP)")]
+    assert order == sorted(order), "NVIDIA's SignalContainerd no longer dials before SO_PASSCRED: %s" % order
+    path = str(lab.node_dir / "run-containerd/containerd.sock")
+    containerd = int((lab.node_dir / "containerd.pid").read_text())
+
+    def peer_pid(passcred_first):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            if passcred_first:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            conn.connect(path)
+            if not passcred_first:   # as NVIDIA's code, once containerd has written (its HTTP/2 settings)
+                assert select.select([conn], [], [], 10)[0], "containerd wrote nothing in 10 s"
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            conn.sendmsg([b""])
+            data, anc, _, _ = conn.recvmsg(1024, socket.CMSG_SPACE(12))
+            creds = [c for level, kind, c in anc if (level, kind) == (socket.SOL_SOCKET, socket.SCM_CREDENTIALS)]
+            assert data and creds, (data, anc)
+            return struct.unpack("iII", creds[0][:12])[0]
+    assert peer_pid(passcred_first=True) == containerd
+    assert peer_pid(passcred_first=False) == 0             # kill(0, SIGHUP): the caller's own process group
 
 
 def test_pods_run_logs_exec_and_nvidia_refused(lab):

@@ -5,7 +5,8 @@
     toolkit_copy.py VERSION BIN_DIR CONFIG_DIR WORK [--oracle[=]NAME=CONTAINERD]... [--check]
     toolkit_copy.py --image VERSION BIN_DIR OUT NAME     the same container as an image spec
     toolkit_copy.py --env                                the Operator's environment for its Pod
-    toolkit_copy.py --save SRC SAVE | --restore SAVE DEST   the node's config folder kept / put back
+    toolkit_copy.py --save SRC SAVE [NODE_STATUS] | --restore SAVE DEST   the node's config folder
+                                                         kept (and what its containerd ran) / put back
     toolkit_copy.py --compare SAVE DEST                  what differs, file by file
 
 Lays out WORK/rootfs as the GPU Operator's toolkit container sees its node (assets/state-container-
@@ -307,17 +308,36 @@ def image(version, bin_dir, out, name):
             "environment": env}
 
 
-def save(src, dest):
+def save(src, dest, node_status=None):
     """--save: the node's containerd config folder as it is, before the installer writes into it
     (its files byte for byte, modes kept). A save that exists is kept: it holds the files from
-    before the first run. Returns whether it saved."""
+    before the first run. NODE_STATUS (real-node.sh status's JSON) adds what the node's containerd
+    ran then and how it had started - SAVE.node.json, beside the folder, which stays the node's
+    files alone: state=absent compares containerd with it after the installer's cleanup. Returns
+    whether it saved."""
     if os.path.exists(dest):
         return False
     if not os.path.isdir(src):
         raise Refused("%s is not a folder: the node's containerd config folder to save" % src)
+    record = None
+    if node_status is not None:
+        try:
+            status = json.loads(node_status)
+        except ValueError as exc:
+            raise Refused("the node's status is not JSON (%s): pass real-node.sh status's output" % exc) from None
+        if not isinstance(status, dict) or not isinstance(status.get("runtimes_running"), list):
+            raise Refused("the node's status names no runtimes_running: is containerd answering (real-node.sh status)?")
+        record = {"runtimes_running": sorted(status["runtimes_running"]),
+                  "default_runtime": status.get("default_runtime"),
+                  "boot_mode": (status.get("boot") or {}).get("mode")}
     tmp = dest + ".saving"
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(src, tmp, symlinks=True)
+    if record is not None:   # first, so that a save folder always has its record
+        with open(dest + ".node.json.tmp", "w") as f:
+            json.dump(record, f, sort_keys=True)
+            f.write("\n")
+        os.replace(dest + ".node.json.tmp", dest + ".node.json")
     os.replace(tmp, dest)
     return True
 
@@ -366,10 +386,10 @@ def main(argv):
     if argv[:1] == ["--compare"] and len(argv) == 3:
         print(json.dumps({"files": compare(argv[1], argv[2])}))
         return 0
-    if argv[:1] in (["--save"], ["--restore"]) and len(argv) == 3:
+    if argv[:1] in (["--save"], ["--restore"]) and len(argv) == 3 or argv[:1] == ["--save"] and len(argv) == 4:
         try:
             if argv[0] == "--save":
-                print(json.dumps({"changed": save(argv[1], argv[2]), "saved": argv[2]}))
+                print(json.dumps({"changed": save(argv[1], argv[2], *argv[3:]), "saved": argv[2]}))
             else:
                 changed = restore(argv[1], argv[2])
                 print(json.dumps({"changed": bool(changed), "files": changed}))

@@ -186,3 +186,33 @@ def test_the_playbook_runs_as_the_readme_shows_reruns_unchanged_and_forgets(tmp_
     out, changed, failed = play("-e", "toolkit_restart_mode=signal")
     assert failed == 1 and "a copy has none" in " ".join(out.split())
     assert play("-e", "state=absent")[1:] == (1, 0) and not (tmp_path / "state/toolkit/v1.16.2").exists()
+
+
+def test_the_save_keeps_what_containerd_ran_beside_the_files_and_refuses_a_status_it_cannot_read(tmp_path):
+    """--save SRC SAVE NODE_STATUS (role gpu_toolkit, target node): the folder byte for byte and,
+    beside it, what containerd ran and how it had started - state=absent gives that back when
+    NVIDIA's cleanup did not restart containerd. A second save keeps the first; a status that is not
+    real-node.sh's is refused in one message and nothing is written; --restore puts a drop-in back."""
+    config = seed_config(tmp_path)
+    save = tmp_path / "state/toolkit/saved-etc-containerd"
+
+    def call(*args):
+        done = subprocess.run(["python3", str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=60)
+        return done.returncode, json.loads(done.stdout), done.stderr
+    for status, words in [("not json", "the node's status is not JSON"),
+                          (json.dumps({"containerd": False}), "names no runtimes_running: is containerd answering")]:
+        rc, out, err = call("--save", config, save, status)
+        assert (rc, out["failed"], err) == (1, True, "") and words in out["msg"]
+        assert not save.parent.exists() or not any(save.parent.iterdir())
+    status = {"containerd": True, "runtimes_running": ["runc"], "default_runtime": "runc", "boot": {"mode": "incident"}}
+    rc, out, _ = call("--save", config, save, json.dumps(status))
+    assert rc == 0 and out["changed"]
+    assert json.loads(pathlib.Path(str(save) + ".node.json").read_text()) == {
+        "boot_mode": "incident", "default_runtime": "runc", "runtimes_running": ["runc"]}
+    assert (save / "conf.d/99-nvidia.toml").read_text() == DROPIN
+    status["runtimes_running"] = ["nvidia", "runc"]
+    rc, out, _ = call("--save", config, save, json.dumps(status))     # the first save stays
+    assert rc == 0 and not out["changed"] and '"runc"]' in pathlib.Path(str(save) + ".node.json").read_text()
+    (config / "conf.d/99-nvidia.toml").unlink()                      # NVIDIA's cleanup removed "its" drop-in
+    rc, out, _ = call("--restore", save, config)
+    assert rc == 0 and out["files"] == ["put back conf.d/99-nvidia.toml"] and (config / "conf.d/99-nvidia.toml").read_text() == DROPIN
