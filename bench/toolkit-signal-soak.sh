@@ -32,7 +32,7 @@ for i in $(seq 1 "$n"); do
     cleaned=yes
   fi
   [ "$restarts" = 0 ] || [ "$restarts" = "?" ] || restarts_seen=$((restarts_seen + 1))
-  after=$(tr '\n' ' ' < "$work/last.log" | grep -oE "(it runs|containerd runs) [a-z, -]+(, as before the installer)?" | tail -1)
+  after=$(tr '\n' ' ' < "$work/last.log" | tr -s ' ' | grep -oE "(it runs|containerd runs) [a-z, -]+(, as before the installer)?" | tail -1)
   echo "| $i | $rollout | $restarts | $deletion | $cleaned | ${after:-?} | $(cut -d' ' -f1 /proc/loadavg) |"
 done
 echo
