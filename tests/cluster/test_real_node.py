@@ -215,6 +215,31 @@ def test_nvidia_s_sighup_finds_pid_0_when_containerd_speaks_first(lab):
         os.close(folder)
 
 
+def test_the_safe_rollout_restarts_containerd_only_after_the_sentinel_and_the_gate(lab):
+    """Issue 49 item 5, playbooks/toolkit-rollout.yml: NVIDIA's installer with restart mode none,
+    the sentinel's judgment of what it wrote (NVIDIA's drop-in keeps runc: the next start serves
+    CRI), the gate lets the restart through, and the play - not the installer - restarts containerd,
+    which loads the installer's runtimes. state=absent then finds containerd running other than
+    before the installer (mode none's cleanup restarts nothing) and gives the node back as it was."""
+    folder = lab.root / "etc/containerd"
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert lab.running() == ["runc"]
+    out, _ = play("playbooks/toolkit-rollout.yml", *lab.extra)
+    said = flat(out.stdout).replace("''", "'")
+    assert 'msg="Skipping restart of containerd due to --restart-mode=none"' in said, said[-3000:]
+    assert ("containerd restarted after the gate let it: it runs nvidia, nvidia-cdi, nvidia-legacy, runc (default nvidia)"
+            in said), said[-3000:]
+    assert lab.running() == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+    lab.sentinel_says("False", "False", timeout=90)
+    out, _ = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "state=absent", *lab.extra)
+    said = flat(out.stdout).replace("''", "'")
+    assert "NVIDIA's cleanup did not restart containerd - it still ran nvidia, nvidia-cdi, nvidia-legacy, runc" in said, said[-3000:]
+    assert "the play restarted it as it had started before the installer (incident): it runs runc" in said
+    assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert lab.running() == ["runc"]
+    lab.sentinel_says("True", "True", "loaded: runc; next start: nvidia (", timeout=90)
+
+
 def test_pods_run_logs_exec_and_nvidia_refused(lab):
     lab.kubectl("-n", "gpu-lab", "run", "bb", "--image=gpu-incident-lab.local/busybox:1.35",
                 "--overrides", json.dumps({"spec": {"nodeName": NODE}}), "--restart=Never", "--",
