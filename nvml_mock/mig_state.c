@@ -49,8 +49,8 @@ static int parse_line(const char *line, struct mig_gpu *all)
     char kind[8], uuid[96];
     unsigned int a, b, c, d, e;
     int i;
-    if (sscanf(line, "%7s %95s", kind, uuid) != 2)
-        return 1;                          /* a comment or blank: dropped */
+    if (line[strspn(line, " \t")] == '#' || sscanf(line, "%7s %95s", kind, uuid) != 2)
+        return 1;                          /* a comment or blank: dropped (the writer adds its own) */
     i = visible(uuid);
     if (i < 0)
         return 0;

@@ -192,6 +192,18 @@ def test_the_state_is_seen_by_another_process(node):
         == [("4", "2:2"), ("5", "4:2")], out
 
 
+def test_the_state_file_keeps_one_header_however_often_it_is_written(node):
+    """Each change rewrites the file under its lock with the mock's header; the header read back is
+    a comment, not another GPU's line to keep - it used to be kept and the file grew by one header
+    per write (496 on a day's lab-node-1, its MIG state behind them)."""
+    node.enable()
+    for gpu in range(4):
+        node.layout(gpu, [19] * 7)
+    text = node.state.read_text()
+    assert text.count("# nvml-mock MIG state") == 1, text[:400]
+    assert text.startswith("# nvml-mock MIG state") and len(node.devices()) == 28
+
+
 def test_destroying_a_held_instance_fails_as_the_driver_does(node):
     node.enable(1)
     node.layout(0, [9])                                           # GPU instance 2 (4:4)
