@@ -6,8 +6,11 @@ Each rule takes the walk's :class:`~walk.Seen` (the node, its facts, the Pod, th
 the error texts, what the source says is missing - all read already) and returns a verdict.
 """
 
+import re
+
 from ansible.module_utils.bundle.layout import node_file
 from ansible.module_utils.node.artefacts import APPLICATION_XIDS, gpu_lost_lines, xids
+from ansible.module_utils.diagnosis.kube_objects import TOOLKIT_NO_RESTART
 from ansible.module_utils.diagnosis.verdict import amount, ev, text_ev, verdict
 
 
@@ -268,8 +271,7 @@ def _toolkit_evidence(seen, daemon):
     for ref, mode, said in getattr(seen, "toolkit", None) or []:
         out.append(ev("%s (NVIDIA's toolkit installer, RUNTIME_RESTART_MODE=%s)" % (ref, mode),
                       said[-1] if said else "no line about restarting containerd in its log"))
-        skipped = [line for line in said if "Skipping restart" in line or "exiting early" in line
-                   or "unable to restart" in line or "Max retries" in line or "error restarting" in line]
+        skipped = [line for line in said if re.search(TOOLKIT_NO_RESTART, line)]
         if daemon.pending and skipped:
             out.append(ev("finding", "the toolkit installer on %s wrote containerd's config and did not restart it - "
                                      "its own words: %s; containerd runs the old config until it is restarted"

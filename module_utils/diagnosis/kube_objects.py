@@ -31,6 +31,9 @@ TOOLKIT_RESTART_LINE = (r"Skipping restart of \S+ due to --restart-mode=\S+|Send
                         r"Successfully signaled containerd|Error signaling containerd|Max retries reached|"
                         r"unable to restart containerd|Signal received, exiting early|Restarting \S+ (on host )?using systemd|"
                         r"error restarting \S+ using systemd")
+# of those, the ones that say containerd was not restarted (skipped, or the restart failed)
+TOOLKIT_NO_RESTART = (r"Skipping restart|exiting early|unable to restart|Max retries reached|"
+                      r"error restarting")
 # Containers that make a Pod GPU feature discovery or the MPS control daemon, not the plugin
 # (Helm chart templates daemonset-gfd.yml, daemonset-mps-control-daemon.yml: container names
 # gpu-feature-discovery-ctr / mps-control-daemon-ctr, commands gpu-feature-discovery /

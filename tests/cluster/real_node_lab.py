@@ -78,6 +78,11 @@ def flat(text):
     return " ".join(text.split())
 
 
+def plain(text):
+    """flat, and an apostrophe as written: the YAML callback quotes a message's ' as ''."""
+    return flat(text).replace("''", "'")
+
+
 def sh(*argv, check=True, timeout=60, **kw):
     out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, **kw)
     if check:

@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 from real_node_lab import (  # tests/cluster/real_node_lab.py: the lab both real-node modules drive
-    ANSIBLE, BIN, FIXED_DROPIN, NODE, ROOT, RUNTIME_CHECK, diagnosed, drill, flat, graded, play, real_lab, sh)
+    ANSIBLE, BIN, FIXED_DROPIN, NODE, ROOT, RUNTIME_CHECK, diagnosed, drill, flat, graded, plain, play, real_lab, sh)
 sys.path.insert(0, str(ROOT / "tools"))
 from headless_chromium import Chromium, binary  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests"))
@@ -158,7 +158,7 @@ def test_the_installers_sighup_ends_containerd_and_its_supervisor_brings_it_back
     assert pathlib.Path("/proc/%d/cmdline" % pid).read_bytes().startswith(b"/usr/bin/nvidia-ctk-installer")
     os.kill(pid, signal.SIGSTOP)
     out, counts = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "state=absent", *lab.extra)
-    said = flat(out.stdout).replace("''", "'")     # YAML's quoting of an apostrophe in ansible's output
+    said = plain(out.stdout)
     assert ("NVIDIA's cleanup did not restart containerd - it still ran nvidia, nvidia-cdi, nvidia-legacy, runc with the "
             "installer's files left: changed conf.d/99-nvidia.toml" in said), said[-3000:]
     assert "the play restarted it as it had started before the installer (incident): it runs runc" in said
@@ -225,14 +225,14 @@ def test_the_safe_rollout_restarts_containerd_only_after_the_sentinel_and_the_ga
     before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     assert lab.running() == ["runc"]
     out, _ = play("playbooks/toolkit-rollout.yml", *lab.extra)
-    said = flat(out.stdout).replace("''", "'")
+    said = plain(out.stdout)
     assert 'msg="Skipping restart of containerd due to --restart-mode=none"' in said, said[-3000:]
     assert ("containerd restarted after the gate let it: it runs nvidia, nvidia-cdi, nvidia-legacy, runc (default nvidia)"
             in said), said[-3000:]
     assert lab.running() == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
     lab.sentinel_says("False", "False", timeout=90)
     out, _ = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "state=absent", *lab.extra)
-    said = flat(out.stdout).replace("''", "'")
+    said = plain(out.stdout)
     assert "NVIDIA's cleanup did not restart containerd - it still ran nvidia, nvidia-cdi, nvidia-legacy, runc" in said, said[-3000:]
     assert "the play restarted it as it had started before the installer (incident): it runs runc" in said
     assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
