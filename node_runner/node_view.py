@@ -33,7 +33,11 @@ def restrict_oom(text):
         return text
     version = "3" if re.search(r"(?m)^\s*version\s*=\s*3\b", text) else "2"
     table = CRI[version]
-    header = re.compile(r"(?m)^\s*\[\s*" + re.escape(table).replace('\\"', '"') + r"\s*\]\s*$")
+    # the table's header in either TOML quoting - containerd's own `config default` writes 2.x's
+    # as plugins.'io.containerd.cri.v1.runtime' (a literal string); a header missed here was
+    # written a second time, and containerd refused the file ("table ... already exists")
+    name = table.split('"')[1]
+    header = re.compile(r"(?m)^\s*\[\s*plugins\s*\.\s*(?:\"" + re.escape(name) + r"\"|'" + re.escape(name) + r"')\s*\]\s*$")
     if header.search(text):
         return header.sub(lambda m: m.group(0) + "\n  restrict_oom_score_adj = true", text, count=1)
     if table.split('"')[1] not in text:

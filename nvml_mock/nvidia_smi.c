@@ -2,7 +2,7 @@
  * nvidia_smi.c - the lab's small nvidia-smi READER of the mock NVML library (not NVIDIA's
  * nvidia-smi). Built static, with the mock compiled in, so it runs in an image that has no C
  * library (the stand-in image is built from busybox). It reads what is injected into the
- * container: it looks for libnvidia-ml.so.1 where the dynamic loader would (LD_LIBRARY_PATH,
+ * container: it looks for libnvidia-ml.so.1 where the dynamic loader would (LD_PRELOAD, LD_LIBRARY_PATH,
  * then /usr/lib/x86_64-linux-gnu, /usr/lib64, /lib/x86_64-linux-gnu, /lib64, /usr/lib, /lib),
  * checks that the file found is the lab's mock and answers from the configuration beside it
  * (nvml-mock.conf; $NVML_MOCK_CONFIG wins), exactly as the library would.
@@ -12,6 +12,8 @@
  *   nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv[,noheader][,nounits]
  *              (also memory.used/free, pci.bus_id, pci.device_id, serial, compute_cap, mig.mode.current/pending)
  *   MIG (smi_mig.c): -L lists MIG devices; -mig 0|1; -r; mig -lgi, -lgip, -lgipp; -i IDS
+ *   nvidia-smi --version       the four lines driver 550 prints (NVIDIA-SMI, NVML, DRIVER, CUDA
+ *                              versions) - what the DRA driver's kubelet-plugin-prestart.sh runs
  *
  * Failing as the real one does (texts and exit codes as NVIDIA's nvidia-smi prints them in
  * public reports - NVIDIA/nvidia-docker#1163, intel/llvm#17614 - and nvidia-smi(1) RETURN VALUE):
@@ -49,9 +51,22 @@ static int find_library(char *dir, size_t n, char *path, size_t pn)
 {
     static const char *standard[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib/x86_64-linux-gnu",
                                       "/lib64", "/usr/lib", "/lib", NULL };
-    const char *env = getenv("LD_LIBRARY_PATH");
+    const char *env = getenv("LD_LIBRARY_PATH"), *preload = getenv("LD_PRELOAD"), *slash;
     char list[4096], *tok, *save = NULL;
     int i;
+    /* a library the loader preloaded is the one NVIDIA's nvidia-smi gets when it opens
+       libnvidia-ml.so.1 (the soname is loaded already): the DRA driver's prestart script runs
+       `env -i LD_PRELOAD=/driver-root/.../libnvidia-ml.so.1 nvidia-smi --version` */
+    snprintf(list, sizeof list, "%s", preload ? preload : "");
+    for (tok = strtok_r(list, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save)) {
+        slash = strrchr(tok, '/');
+        if (!slash || strncmp(slash + 1, "libnvidia-ml.so", 15) || access(tok, R_OK) != 0)
+            continue;
+        snprintf(path, pn, "%s", tok);
+        snprintf(dir, n, "%.*s", (int)(slash - tok), tok);
+        return 1;
+    }
+    save = NULL;
     snprintf(list, sizeof list, "%s", env ? env : "");
     for (tok = strtok_r(list, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
         snprintf(path, pn, "%s/libnvidia-ml.so.1", tok);
@@ -209,6 +224,21 @@ static const char *mig_mode(nvmlDevice_t d)
     return current == NVML_DEVICE_MIG_ENABLE ? "Enabled" : "Disabled";
 }
 
+/* `nvidia-smi --version` as driver 550 prints it (NVIDIA-SMI and DRIVER: the driver's version,
+   NVML: its major.minor, CUDA: the driver's CUDA version) */
+static int versions(void)
+{
+    char driver[32], nvml[32], cuda[16];
+    int cuda_version = 0;
+    nvmlSystemGetDriverVersion(driver, sizeof driver);
+    nvmlSystemGetCudaDriverVersion_v2(&cuda_version);
+    major_minor(driver, nvml, sizeof nvml);
+    snprintf(cuda, sizeof cuda, "%d.%d", cuda_version / 1000, (cuda_version % 1000) / 10);
+    printf("NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n",
+           driver, nvml, driver, cuda);
+    return 0;
+}
+
 /* driver 550's default table; what the mock does not model (fan, temperature, power) is N/A */
 static int table(unsigned int count)
 {
@@ -263,7 +293,7 @@ int main(int argc, char **argv)
 {
     char dir[4096], path[4200], version[32];
     const char *fields = NULL, *format = "csv", *ids = NULL, *mig_mode = NULL, *mig_list = NULL;
-    int list = 0, reset = 0, mig = 0, i;
+    int list = 0, reset = 0, mig = 0, show_version = 0, i;
     unsigned int count = 0;
     nvmlReturn_t ret;
     for (i = 1; i < argc; i++) {
@@ -277,6 +307,8 @@ int main(int argc, char **argv)
             ids = argv[++i];
         else if (!strncmp(argv[i], "--id=", 5))
             ids = argv[i] + 5;
+        else if (!strcmp(argv[i], "--version") && argc == 2)
+            show_version = 1;
         else if (!strcmp(argv[i], "-r") || !strcmp(argv[i], "--gpu-reset"))
             reset = 1;
         else if (!strcmp(argv[i], "-mig") && i + 1 < argc && (!strcmp(argv[i + 1], "0") || !strcmp(argv[i + 1], "1")))
@@ -289,7 +321,7 @@ int main(int argc, char **argv)
             printf("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"
                    "(this is the lab's nvidia-smi reader of its mock NVML library: it knows -L, "
                    "--query-gpu=... --format=csv[,noheader][,nounits], -i, -r, -mig 0|1, "
-                   "mig -lgi|-lgip|-lgipp and no option)\n");
+                   "mig -lgi|-lgip|-lgipp, --version and no option)\n");
             return 2;
         }
     }
@@ -325,6 +357,8 @@ int main(int argc, char **argv)
         printf("Failed to initialize NVML: %s\n", nvmlErrorString(ret));
         return 255;
     }
+    if (show_version)
+        return versions();
     nvmlDeviceGetCount_v2(&count);
     if (mig)
         return smi_mig(count, ids, mig_list);

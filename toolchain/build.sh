@@ -23,6 +23,9 @@
 #            nvidia-toolkit-toolkit-v1.16.2 nvidia-toolkit-containerd-v1.16.2
 #            (toolchain/nvidia-container-toolkit-v1.16.2) - NVIDIA's toolkit installers (issue 49):
 #            the group `toolkit`, built when asked (playbooks/toolkit.yml, the tests), not by make lab
+#            gpu-kubelet-plugin (toolchain/dra-driver-nvidia-gpu) - NVIDIA's DRA kubelet plugin for
+#            GPUs on lab-node-2 (issue 48): the group `dra`, built when asked (playbooks/dra.yml), not
+#            by make lab
 #            containerd:V containerd-shim-runc-v2:V ctr:V - containerd V (a 2.x of versions.env:
 #            CONTAINERD_2, CONTAINERD_24) from its pinned module, written as OUTDIR/containerd ...:
 #            the Makefile's oracles (containerd only) and the real node's containerd 2.x
@@ -39,6 +42,7 @@ here=${TOOLCHAIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl kubelet crictl"
 gpu_components="nvidia-device-plugin config-manager gpu-feature-discovery nvidia-container-runtime nvidia-ctk nvidia-mig-parted nfd-master"
 sentinel_components="node-problem-detector"
+dra_components="gpu-kubelet-plugin nvidia-cdi-hook"
 toolkit_components="nvidia-ctk-installer nvidia-cdi-hook nvidia-container-runtime-hook nvidia-container-runtime.cdi nvidia-container-runtime.legacy nvidia-toolkit-v1.17.8 nvidia-toolkit-v1.16.2 nvidia-toolkit-toolkit-v1.16.2 nvidia-toolkit-containerd-v1.16.2"
 component=${1:?usage: build.sh COMPONENT|status OUTDIR}
 outdir=${2:?usage: build.sh COMPONENT|status OUTDIR}
@@ -58,13 +62,14 @@ esac
 if [ "$component" = status ] && [ $# -gt 2 ]; then # status of the components named
   checked=""
   for c in "${@:3}"; do
-    case " $components $gpu_components $sentinel_components $toolkit_components gpu-stack toolkit " in
+    case " $components $gpu_components $sentinel_components $toolkit_components $dra_components gpu-stack toolkit dra " in
       *" $c "*) ;;
       *) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
     esac
     case "$c" in
       gpu-stack) checked+=" $gpu_components" ;;
       toolkit) checked+=" $toolkit_components" ;;
+      dra) checked+=" $dra_components" ;;
       *) checked+=" $c" ;;
     esac
   done
@@ -84,6 +89,7 @@ pinned() { # component -> the version its --version must print
     kwok|kwokctl) modver kwok sigs.k8s.io/kwok ;;
     nvidia-device-plugin|config-manager|gpu-feature-discovery) modver nvidia-device-plugin github.com/NVIDIA/k8s-device-plugin ;;
     nfd-master) modver node-feature-discovery sigs.k8s.io/node-feature-discovery ;;
+    gpu-kubelet-plugin) modver dra-driver-nvidia-gpu sigs.k8s.io/dra-driver-nvidia-gpu ;;
     nvidia-container-runtime|nvidia-ctk|nvidia-ctk-installer|nvidia-cdi-hook|nvidia-container-runtime-hook|nvidia-container-runtime.*) modver nvidia-container-toolkit github.com/NVIDIA/nvidia-container-toolkit ;;
     nvidia-toolkit-v*|nvidia-toolkit-*-v*) modver "nvidia-container-toolkit-${1##*-}" github.com/NVIDIA/nvidia-container-toolkit ;;
     nvidia-mig-parted) modver mig-parted github.com/NVIDIA/mig-parted ;;
@@ -129,7 +135,7 @@ if [ "$component" = status ]; then
   # remembered: the components checked now that are ok, and the others as they were remembered,
   # in one fixed order (a status of the control plane alone writes what it always wrote)
   fresh=""
-  for c in $components $gpu_components $sentinel_components $toolkit_components; do
+  for c in $components $gpu_components $sentinel_components $toolkit_components gpu-kubelet-plugin; do
     if [ -n "${state_of[$c]:-}" ]; then
       [ -n "${stamp_of[$c]:-}" ] && fresh+="$c ${stamp_of[$c]}"$'\n'
     elif [ -n "${seen[$c]:-}" ]; then
@@ -216,6 +222,19 @@ case "$component" in
     tags=""
     cgo=1
     ;;
+  gpu-kubelet-plugin)
+    # as upstream's Makefile (v0.4.1, cmd-%): cgo (go-nvml dlopens libnvidia-ml.so.1, its symbols
+    # left unresolved), -s -w, the version into internal/info (gitCommit empty: a module zip has
+    # no git history). k8s.io/kubernetes and its staging modules are the lab's release, not the
+    # driver's v1.36.0-rc.0 (toolchain/dra-driver-nvidia-gpu/go.mod)
+    moddir=dra-driver-nvidia-gpu
+    version=$(modver dra-driver-nvidia-gpu sigs.k8s.io/dra-driver-nvidia-gpu)
+    pkg=sigs.k8s.io/dra-driver-nvidia-gpu/cmd/$component
+    extldflags="-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files"
+    ldflags="'-extldflags=$extldflags' -X sigs.k8s.io/dra-driver-nvidia-gpu/internal/info.version=$version"
+    tags=""
+    cgo=1
+    ;;
   nvidia-mig-parted)
     # as upstream's Makefile (v0.12.1, cmd-%): -extldflags=-Wl,-z,lazy -s -w, the version into
     # internal/info; go-nvml's cgo leaves NVML unresolved until it dlopens libnvidia-ml.so.1.
@@ -264,7 +283,7 @@ case "$component" in
     ;;
   *)
     echo "build.sh: unknown component '$component'" >&2
-    echo "known: $components $gpu_components $sentinel_components $toolkit_components" >&2
+    echo "known: $components $gpu_components $sentinel_components $toolkit_components gpu-kubelet-plugin" >&2
     exit 2
     ;;
 esac

@@ -82,6 +82,23 @@ def test_machine_adaptations(lab, tmp_path):
     assert node_view.restrict_oom('[plugins."io.containerd.grpc.v1.opt"]\n  path = "/opt"\n').count("restrict") == 0
 
 
+def test_the_cri_table_in_toml_literal_quotes_gets_the_setting_once():
+    """containerd 2.x's own `config default` names its tables in literal quotes
+    (plugins.'io.containerd.cri.v1.runtime'); the setting must go under that header, not into a
+    second table of the same name - containerd 2.2.0 refused such a view: "toml: table
+    io.containerd.cri.v1.runtime already exists" (lab-node-2's config, issue 48)."""
+    import tomllib
+    v3 = ("version = 3\n\n[plugins.'io.containerd.cri.v1.runtime']\n  enable_cdi = true\n"
+          "  cdi_spec_dirs = ['/etc/cdi', '/var/run/cdi']\n")
+    out = node_view.restrict_oom(v3)
+    assert out.count("io.containerd.cri.v1.runtime") == 1
+    table = tomllib.loads(out)["plugins"]["io.containerd.cri.v1.runtime"]
+    assert table == {"restrict_oom_score_adj": True, "enable_cdi": True, "cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
+    # spaces inside the header as TOML allows them, and version 2's table in literal quotes
+    v2 = "version = 2\n[ plugins . 'io.containerd.grpc.v1.cri' ]\n  sandbox_image = 'pause'\n"
+    assert tomllib.loads(node_view.restrict_oom(v2))["plugins"]["io.containerd.grpc.v1.cri"]["restrict_oom_score_adj"] is True
+
+
 def test_no_main_config_gets_the_generated_one_only_where_needed(tmp_path):
     src, dst = tmp_path / "none", tmp_path / "view"
     assert node_view.sync(str(src), str(dst), "all", str(tmp_path), False, False) == []

@@ -138,6 +138,24 @@ def test_reader_table_and_query_print_as_nvidia_smi(driver_root):
     assert rc == 2 and 'Field "bogus" is not a valid field to query.' in out
 
 
+def test_reader_version_and_a_preloaded_library_as_the_dra_drivers_prestart_runs_it(driver_root, tmp_path):
+    """NVIDIA's DRA driver's init container (hack/kubelet-plugin-prestart.sh, v0.4.1) runs
+    `env -i LD_PRELOAD=<driver root>/.../libnvidia-ml.so.1 <driver root>/usr/bin/nvidia-smi --version`
+    and leaves on exit 0: the library the loader preloaded is the one nvidia-smi uses, found
+    nowhere else (no LD_LIBRARY_PATH; the standard folders are not the driver root)."""
+    lib = driver_root / LIBDIR / "libnvidia-ml.so.1"
+    done = subprocess.run(["env", "-i", "LD_PRELOAD=%s" % lib, str(driver_root / "usr/bin/nvidia-smi"), "--version"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=30,
+                          check=False)
+    assert (done.returncode, done.stdout) == (0, "NVIDIA-SMI version  : 550.54.15\nNVML version        : 550.54\n"
+                                                 "DRIVER version      : 550.54.15\nCUDA Version        : 12.4\n")
+    # --version stands alone, as NVIDIA's does
+    assert smi(driver_root, "--version", "-L")[0] == 2
+    # the driver's own version follows the node's configuration
+    mock_conf(driver_root, "driver_version = 535.129.03\n")
+    assert smi(driver_root, "--version")[1].splitlines()[1] == "NVML version        : 535.129"
+
+
 def test_reader_takes_other_cards_from_the_table(driver_root):
     mock_conf(driver_root, "card = H100-SXM5-80GB\ncount = 8\ndriver_version = 535.129.03\n")
     rc, out = smi(driver_root, "--query-gpu=name,memory.total,driver_version,compute_cap", "--format=csv,noheader")
