@@ -27,8 +27,11 @@ GENERATED = ("# Written by the lab: {src}/config.toml does not exist yet, so con
              "version = 2\n\n[" + CRI["2"] + "]\n  restrict_oom_score_adj = true\n")
 
 
-def restrict_oom(text):
-    """restrict_oom_score_adj = true in the CRI table of a file that configures CRI."""
+def restrict_oom(text, main=False):
+    """restrict_oom_score_adj = true in the CRI table of a file that configures CRI - and of the
+    main config always: containerd runs its CRI plugin on its defaults when no file configures it
+    (lab-node-2's `version = 2` alone on containerd 1.6.20 started no sandbox: "can't get final
+    child's PID from pipe: EOF")."""
     if "restrict_oom_score_adj" in text:
         return text
     version = "3" if re.search(r"(?m)^\s*version\s*=\s*3\b", text) else "2"
@@ -40,18 +43,18 @@ def restrict_oom(text):
     header = re.compile(r"(?m)^\s*\[\s*plugins\s*\.\s*(?:\"" + re.escape(name) + r"\"|'" + re.escape(name) + r"')\s*\]\s*$")
     if header.search(text):
         return header.sub(lambda m: m.group(0) + "\n  restrict_oom_score_adj = true", text, count=1)
-    if table.split('"')[1] not in text:
-        return text   # this file does not configure CRI
+    if not main and table.split('"')[1] not in text:
+        return text   # this drop-in does not configure CRI
     return text.rstrip("\n") + "\n\n[" + table + "]\n  restrict_oom_score_adj = true\n"
 
 
-def adapt(text, lab_root, systemd_false, restrict):
+def adapt(text, lab_root, systemd_false, restrict, main=False):
     """One .toml file as the node loads it (the adaptations of the module docstring)."""
     text = text.replace(lab_root.rstrip("/") + "/etc/containerd", "/etc/containerd")
     if systemd_false:
         text = re.sub(r"(?m)^(\s*SystemdCgroup\s*=\s*)true\b", r"\1false", text)
     if restrict:
-        text = restrict_oom(text)
+        text = restrict_oom(text, main)
     return text
 
 
@@ -89,7 +92,8 @@ def sync(src, dst, mode, lab_root, systemd_false, restrict):
             with open(path, "rb") as handle:
                 data = handle.read()
             if rel.endswith(".toml"):
-                text = adapt(data.decode("utf-8", "surrogateescape"), lab_root, systemd_false, restrict)
+                text = adapt(data.decode("utf-8", "surrogateescape"), lab_root, systemd_false, restrict,
+                             rel == "config.toml")
                 data = text.encode("utf-8", "surrogateescape")
         out = os.path.join(dst, rel)
         os.makedirs(os.path.dirname(out), exist_ok=True)

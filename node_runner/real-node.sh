@@ -308,6 +308,13 @@ mknod -m 0666 /dev/nvidia-uvm-tools c $GPU_UVM_MAJOR 1
 # the folder is bound (a file rewritten by rename would leave a bound file behind), the library's
 # neighbour links into it relatively (the plugin sees the node's / under /driver-root)
 cp -a "$GPU_DRIVER_ROOT/usr/." /usr/
+# ... laid out as NVIDIA's driver installs it: the library under its version's name, .so.1 a link
+# to it - NVIDIA's CDI generation (nvcdi, the DRA driver's) finds the driver by that name
+# ("failed to locate libcuda.so: libnvidia-ml.so.<version>: not found" without it)
+if [ -n "${GPU_DRIVER_VERSION:-}" ]; then
+  mv -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.$GPU_DRIVER_VERSION"
+  ln -sfn "libnvidia-ml.so.$GPU_DRIVER_VERSION" /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1
+fi
 mkdir -p /run/nvml-mock
 mount --bind "$S/gpu/mock" /run/nvml-mock
 ln -sfn ../../../run/nvml-mock/nvml-mock.conf /usr/lib/x86_64-linux-gnu/nvml-mock.conf

@@ -279,6 +279,15 @@ int load_card(void)
             snprintf(node, sizeof node, "%s/nvidia%u", conf.device_nodes, i);
             if (access(node, F_OK) != 0)
                 continue;                  /* not given to this container */
+        } else if (access("/dev/nvidiactl", F_OK) == 0) {
+            /* a process whose /dev has the driver's control node sees the GPUs whose nodes it has,
+               as the driver answers a container that got some of them - the CDI spec of NVIDIA's
+               DRA driver injects /dev/nvidiactl and the claimed GPU's /dev/nvidia<minor> alone,
+               and sets no variable of the mock. Without /dev/nvidiactl (a build or test machine)
+               every GPU of the configuration. MIG devices follow device_nodes only (mig.c). */
+            snprintf(node, sizeof node, "/dev/nvidia%u", i);
+            if (access(node, F_OK) != 0)
+                continue;
         }
         snprintf(key, sizeof key, "%s/%s/%u", conf.uuid_seed, conf.card, i);
         a = fnv(key, 0xcbf29ce484222325ULL);

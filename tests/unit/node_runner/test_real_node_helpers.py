@@ -94,6 +94,11 @@ def test_the_cri_table_in_toml_literal_quotes_gets_the_setting_once():
     assert out.count("io.containerd.cri.v1.runtime") == 1
     table = tomllib.loads(out)["plugins"]["io.containerd.cri.v1.runtime"]
     assert table == {"restrict_oom_score_adj": True, "enable_cdi": True, "cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
+    # a main config that configures no CRI still runs containerd's CRI plugin: it gets the table;
+    # a drop-in that configures none is left alone
+    main = node_view.restrict_oom("version = 2\n", main=True)
+    assert tomllib.loads(main)["plugins"]["io.containerd.grpc.v1.cri"] == {"restrict_oom_score_adj": True}
+    assert node_view.restrict_oom("version = 2\n") == "version = 2\n"
     # spaces inside the header as TOML allows them, and version 2's table in literal quotes
     v2 = "version = 2\n[ plugins . 'io.containerd.grpc.v1.cri' ]\n  sandbox_image = 'pause'\n"
     assert tomllib.loads(node_view.restrict_oom(v2))["plugins"]["io.containerd.grpc.v1.cri"]["restrict_oom_score_adj"] is True
