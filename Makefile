@@ -19,7 +19,7 @@ ORACLE2 := $(LAB_CACHE)/containerd-$(CONTAINERD_2)/containerd
 ORACLE24 := $(LAB_CACHE)/containerd-$(CONTAINERD_24)/containerd
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: host-lab host-test binaries lane-checks lane-molecule lane-cluster lane-docs lane-guide lane-real-node lane-gpu-node collection-unlocked cluster-tests-docs cluster-tests-guide cluster-tests-real-node cluster-tests-gpu-node cluster-tests-rest lab environment grade teardown test suite lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
+.PHONY: host-lab host-test binaries lane-checks lane-molecule lane-cluster lane-docs lane-guide lane-real-node lane-gpu-node lane-dra collection-unlocked cluster-tests-docs cluster-tests-guide cluster-tests-real-node cluster-tests-gpu-node cluster-tests-dra cluster-tests-rest lab environment grade teardown test suite lint unit molecule cluster-tests bench venv oracle oracle2 oracle24 collection sanity clean lab-snapshot lab-unchanged
 
 # What the two commands need on the host (Debian packages), from one list: toolchain/host-packages.
 # Installed with apt-get when missing, a line each saying why; without root, both stop before doing
@@ -68,7 +68,7 @@ TEST_LOGS := .cache/test-logs
 # removes older ones as a session starts - a lane's session would delete a running lane's folders
 PYTEST_TMP ?= $(or $(TMPDIR),/tmp)/gpu-incident-lab-pytest-$(shell id -u)
 LANES ?= 3
-SUITE_LANES := lane-gpu-node lane-real-node lane-guide lane-docs lane-cluster lane-molecule lane-checks
+SUITE_LANES := lane-gpu-node lane-real-node lane-guide lane-dra lane-docs lane-cluster lane-molecule lane-checks
 suite: host-test venv binaries oracle oracle2 oracle24
 	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log
 	@echo "make test: lanes $(patsubst lane-%,%,$(SUITE_LANES)), $(LANES) at a time;" \
@@ -96,6 +96,9 @@ lane-real-node:
 lane-gpu-node:
 	+@$(call LANE,gpu-node,cluster-tests-gpu-node)
 
+lane-dra:
+	+@$(call LANE,dra,cluster-tests-dra)
+
 lane-cluster:
 	+@$(call LANE,cluster,cluster-tests-rest)
 
@@ -109,12 +112,14 @@ lane-docs:
 # lanes so Molecule and the cluster tests never build them at the same time; nothing when a lab
 # built them already (toolchain/build.sh, the one build script; gpu-stack includes
 # nvidia-mig-parted, gpu-feature-discovery and nfd-master - MIG on lab-node-1; toolkit: NVIDIA's
-# toolkit installers and the programs they install, for playbooks/toolkit.yml - issue 49).
+# toolkit installers and the programs they install, for playbooks/toolkit.yml - issue 49; dra:
+# NVIDIA's DRA kubelet plugin, for playbooks/dra.yml - issue 48).
 binaries:
 	@missing=$$(toolchain/build.sh status $(LAB_BIN) | awk '$$3 != "ok" {print $$1}'; \
 	  toolchain/build.sh status $(LAB_BIN) gpu-stack | awk '$$3 != "ok" {print $$1}'; \
 	  toolchain/build.sh status $(LAB_BIN) node-problem-detector | awk '$$3 != "ok" {print $$1}'; \
-	  toolchain/build.sh status $(LAB_BIN) toolkit | awk '$$3 != "ok" {print $$1}'); \
+	  toolchain/build.sh status $(LAB_BIN) toolkit | awk '$$3 != "ok" {print $$1}'; \
+	  toolchain/build.sh status $(LAB_BIN) dra | awk '$$3 != "ok" {print $$1}'); \
 	  for c in $$missing; do echo "make test: building $$c (toolchain/build.sh)"; toolchain/build.sh $$c $(LAB_BIN) || exit 1; done
 
 lab-snapshot:
@@ -144,9 +149,12 @@ cluster-tests: host-test venv
 	$(BIN)/pytest -q --basetemp=$(PYTEST_TMP)-cluster tests/cluster
 
 # the parts make test runs side by side (lanes above); each a temp folder of its own
-CLUSTER_OWN_LANES := test_docs.py test_real_node.py test_real_node_gpu.py
+CLUSTER_OWN_LANES := test_docs.py test_real_node.py test_real_node_gpu.py test_dra.py
 cluster-tests-real-node: host-test venv
 	$(BIN)/pytest -q --durations=25 --basetemp=$(PYTEST_TMP)-real-node tests/cluster/test_real_node.py
+
+cluster-tests-dra: host-test venv
+	$(BIN)/pytest -q --durations=10 --basetemp=$(PYTEST_TMP)-dra tests/cluster/test_dra.py
 
 cluster-tests-gpu-node: host-test venv
 	$(BIN)/pytest -q --durations=25 --basetemp=$(PYTEST_TMP)-gpu-node tests/cluster/test_real_node_gpu.py

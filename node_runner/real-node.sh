@@ -315,6 +315,10 @@ if [ -n "${GPU_DRIVER_VERSION:-}" ]; then
   mv -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.$GPU_DRIVER_VERSION"
   ln -sfn "libnvidia-ml.so.$GPU_DRIVER_VERSION" /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1
 fi
+# the node's configuration in its copy of the library, for a container given the library alone
+# (NVIDIA's DRA driver's CDI spec): as the node starts (nvml_mock/config.c, nvml_bake.py)
+"$PY" "$S/nodebin/nvml_bake.py" "\$(readlink -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)" "$S/gpu/mock/nvml-mock.conf" \
+  /usr/lib/x86_64-linux-gnu/nvml-mock-cards.tsv
 mkdir -p /run/nvml-mock
 mount --bind "$S/gpu/mock" /run/nvml-mock
 ln -sfn ../../../run/nvml-mock/nvml-mock.conf /usr/lib/x86_64-linux-gnu/nvml-mock.conf

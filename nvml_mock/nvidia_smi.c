@@ -35,6 +35,7 @@
 
 extern const char nvml_mock_identity[];
 void nvml_mock_set_libdir(const char *dir);
+void nvml_mock_set_library(const char *path);
 const char *nvml_mock_library_version(void);
 const char *nvml_mock_bus_id(unsigned int index);
 
@@ -339,6 +340,7 @@ int main(int argc, char **argv)
         return 12;
     }
     nvml_mock_set_libdir(dir);
+    nvml_mock_set_library(path);
     ret = nvmlInit_v2();
     switch (ret) {
     case NVML_SUCCESS:

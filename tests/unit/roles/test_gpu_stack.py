@@ -10,10 +10,12 @@ tests/unit/roles/gpu_stack_testing.py.
 import os
 import re
 import subprocess
+import shutil
 import sys
 
 import pytest
 
+from lab_testing import ROOT  # tests/lab_testing.py
 from gpu_stack_testing import (
     DEFAULT_COMPONENTS, GPU_COMPONENTS, LIBDIR, MOCK_SRC, MODULES, PLUGIN, TOOLCHAIN, TOOLKIT, UUID,
     bin_dir, gen_cards, gen_stubs, go_nvml_dir, gpu_cdi_spec, listed, mock_conf, nvidia_binary, smi)
@@ -154,6 +156,38 @@ def test_reader_version_and_a_preloaded_library_as_the_dra_drivers_prestart_runs
     # the driver's own version follows the node's configuration
     mock_conf(driver_root, "driver_version = 535.129.03\n")
     assert smi(driver_root, "--version")[1].splitlines()[1] == "NVML version        : 535.129"
+
+
+def test_a_container_given_the_library_alone_reads_the_nodes_configuration_baked_in(driver_root, tmp_path):
+    """NVIDIA's DRA driver's CDI spec mounts libnvidia-ml.so.<version> and nvidia-smi into the
+    container, nothing beside them: the node's runner bakes the node's configuration and its
+    card's rows into the node's copy of the library (node_runner/nvml_bake.py), and the mock there
+    - library and reader alike - answers as on the node: the same card, the same UUIDs."""
+    bake = ROOT / "node_runner/nvml_bake.py"
+    mock_conf(driver_root, "card = H100-SXM5-80GB\ncount = 2\nuuid_seed = lab-x/lab-node-2\ndriver_version = 535.129.03\n")
+    on_node = smi(driver_root, "-L")
+    assert on_node[0] == 0 and on_node[1].count("NVIDIA H100 80GB HBM3") == 2
+    # the container: the library under its version's name and nvidia-smi, no configuration, no table
+    ctr = tmp_path / "ctr"
+    (ctr / LIBDIR).mkdir(parents=True)
+    (ctr / "usr/bin").mkdir(parents=True)
+    lib = ctr / LIBDIR / "libnvidia-ml.so.535.129.03"
+    shutil.copy(driver_root / LIBDIR / "libnvidia-ml.so.1", lib)
+    (ctr / LIBDIR / "libnvidia-ml.so.1").symlink_to(lib.name)
+    shutil.copy(driver_root / "usr/bin/nvidia-smi", ctr / "usr/bin/nvidia-smi")
+    unbaked = smi(ctr, "-L")
+    assert unbaked[0] == 0 and "H100" not in unbaked[1]   # the mock's defaults: not this node
+    done = subprocess.run([sys.executable, str(bake), str(lib), str(driver_root / LIBDIR / "nvml-mock.conf"),
+                           str(driver_root / LIBDIR / "nvml-mock-cards.tsv")], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert smi(ctr, "-L") == on_node
+    assert smi(ctr, "--version")[1].splitlines()[2] == "DRIVER version      : 535.129.03"
+    # a file that is not the mock's library is refused, naming it, and left as it was
+    other = tmp_path / "other.so"
+    other.write_bytes(b"\x7fELF nothing")
+    done = subprocess.run([sys.executable, str(bake), str(other), str(driver_root / LIBDIR / "nvml-mock.conf"),
+                           str(driver_root / LIBDIR / "nvml-mock-cards.tsv")], capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "not the mock's library" in done.stderr and other.read_bytes() == b"\x7fELF nothing"
 
 
 def test_reader_takes_other_cards_from_the_table(driver_root):

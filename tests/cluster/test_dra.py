@@ -1,0 +1,214 @@
+"""GPUs by ResourceClaim (issue 48): NVIDIA's DRA driver for GPUs (sigs.k8s.io/dra-driver-nvidia-gpu
+v0.4.1, built here) on lab-node-2 made a second real node by playbooks/dra.yml - on containerd
+2.2.0 a claim's GPU reaches the container, on Debian's 1.6.20 the same claim is allocated and the
+Pod runs without it. On a lab of its own (lab-node-1 real without its GPU half, so the lab is
+light), beside the other lanes. Skipped where the machine cannot run a real node.
+"""
+import json
+import re
+
+import pytest
+
+from real_node_lab import BIN, Lab, flat, play, sh, ROOT  # tests/cluster/real_node_lab.py
+
+NODE2 = "lab-node-2"
+
+CUDA = "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+WAIT = "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"
+
+
+def gpu_pod(name, claims, containers=("ctr",), limits=None, node_selector=None):
+    """A Pod whose containers run nvidia-smi -L and ls /dev/nvidia*, then idle."""
+    spec = {"containers": [{"name": c, "image": CUDA,
+                            "command": ["bash", "-c", "nvidia-smi -L; ls /dev/nvidia*; " + WAIT],
+                            "resources": ({"limits": limits} if limits else {"claims": [{"name": "gpu"}]})}
+                           for c in containers]}
+    if claims:
+        spec["resourceClaims"] = [dict({"name": "gpu"}, **claims)]
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "dra-lab"}, "spec": spec}
+
+
+def claim(name, *cel):
+    """A ResourceClaim of class gpu.nvidia.com, with CEL selectors."""
+    exactly = {"deviceClassName": "gpu.nvidia.com"}
+    if cel:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in cel]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "dra-lab"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}
+
+
+TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "single-gpu", "namespace": "dra-lab"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}}
+
+
+class DraLab(Lab):
+    def apply(self, *objects):
+        sh(BIN / "kubectl", "--kubeconfig", self.kubeconfig, "apply", "-f", "-",
+           input="\n---\n".join(json.dumps(o) for o in objects))
+
+    def get(self, *args):
+        return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    def running(self, name):
+        def up():
+            pod = self.get("-n", "dra-lab", "get", "pod", name)
+            statuses = pod["status"].get("containerStatuses", [])
+            return pod if statuses and all(s.get("ready") for s in statuses) else None
+        return self.wait("Pod dra-lab/%s running" % name, up, 90)
+
+    def log(self, name, container=None):
+        return self.kubectl("-n", "dra-lab", "logs", name, *(["-c", container] if container else [])).stdout
+
+    def devices(self):
+        """{device name: attributes} of lab-node-2's ResourceSlices of driver gpu.nvidia.com."""
+        slices = self.get("get", "resourceslices", "--field-selector", "spec.nodeName=%s,spec.driver=gpu.nvidia.com" % NODE2)
+        return {d["name"]: d for s in slices["items"] for d in s["spec"]["devices"]}
+
+    def allocated(self, claim_name):
+        """The devices a claim's allocation names."""
+        got = self.get("-n", "dra-lab", "get", "resourceclaim", claim_name)
+        return [r["device"] for r in got["status"]["allocation"]["devices"]["results"]]
+
+    def claim_of(self, pod):
+        """The ResourceClaim made for a Pod's claim (template or extended resource)."""
+        status = pod["status"]
+        if status.get("resourceClaimStatuses"):
+            return status["resourceClaimStatuses"][0]["resourceClaimName"]
+        return status["extendedResourceClaimStatus"]["resourceClaimName"]
+
+
+def uuids(log):
+    return re.findall(r"^GPU \d+: .+ \(UUID: (GPU-[0-9a-f-]+)\)$", log, re.M)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    probe = sh("bash", ROOT / "node_runner/real-node.sh", "probe").stdout.strip()
+    if probe != "ok":
+        pytest.skip("this machine cannot run a real node: " + probe)
+    lab = DraLab(tmp_path_factory.mktemp("dra"))
+    # lab-node-1 real without its GPU half and sentinel: this module looks at lab-node-2 alone
+    lab.extra += ["-e", "lab_gpu_stack=none", "-e", "lab_sentinel=false"]
+    lab.node2_dir = lab.state / "node-2"
+    try:
+        play("lab.yml", "--tags", "environment", *lab.extra)
+        lab.first_dra, lab.first_counts = play("playbooks/dra.yml", *lab.extra)
+        yield lab
+    finally:
+        play("playbooks/teardown.yml", *lab.extra, check=False)
+
+
+def test_dra_yml_makes_lab_node_2_real_and_its_mock_gpus_resource_slices(lab):
+    """NVIDIA's kubelet plugin, as the chart's DaemonSet Pod on lab-node-2 (containerd 2.2.0),
+    publishes one device per mock GPU with NVIDIA's attributes - the uuids the node's own
+    nvidia-smi names; a rerun changes nothing."""
+    node = lab.get("get", "node", NODE2)
+    assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.2.0")
+    assert "kwok.x-k8s.io/node" not in node["metadata"].get("annotations", {})
+    assert "nvidia.com/gpu" not in node["status"]["allocatable"]   # no device plugin: DRA alone
+    pods = lab.get("-n", "nvidia-dra-driver-gpu", "get", "pods")["items"]
+    assert [p["spec"]["nodeName"] for p in pods] == [NODE2]
+    log = lab.kubectl("-n", "nvidia-dra-driver-gpu", "logs", "ds/dra-driver-nvidia-gpu-kubelet-plugin", "-c", "gpus").stdout
+    assert "plugin_registered:true" in log
+    init = lab.kubectl("-n", "nvidia-dra-driver-gpu", "logs", "ds/dra-driver-nvidia-gpu-kubelet-plugin",
+                       "-c", "init-container").stdout
+    assert "nvidia-smi returned with code 0: success, leave" in init
+    devices = lab.devices()
+    assert sorted(devices) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    attrs = {name: {k: list(v.values())[0] for k, v in d["attributes"].items()} for name, d in devices.items()}
+    assert {a["productName"] for a in attrs.values()} == {"NVIDIA A100-SXM4-40GB"}
+    assert {a["type"] for a in attrs.values()} == {"gpu"}
+    assert {d["capacity"]["memory"]["value"] for d in devices.values()} == {"40Gi"}
+    smi = sh(lab.node2_dir / "bin/nvidia-smi", "-L").stdout
+    assert sorted(a["uuid"] for a in attrs.values()) == sorted(uuids(smi))
+    assert "publishes" in flat(lab.first_dra.stdout)
+    _, counts = play("playbooks/dra.yml", *lab.extra)
+    assert counts["changed"] == 0
+    out, counts = play("playbooks/dra.yml", "--check", *lab.extra)
+    assert counts["changed"] == 0, out.stdout[-3000:]
+
+
+def test_a_claim_gets_exactly_its_gpu_shared_by_two_containers_and_picked_by_cel(lab):
+    """A ResourceClaimTemplate's Pod sees exactly the GPU its allocation names; two containers of
+    one claim see the same; a CEL selector picks by product and memory; a claim no device
+    satisfies keeps its Pod Pending with the scheduler's own words."""
+    lab.kubectl("create", "namespace", "dra-lab", check=False)
+    devices = lab.devices()
+    uuid_of = {name: list(d["attributes"]["uuid"].values())[0] for name, d in devices.items()}
+    lab.apply(TEMPLATE, gpu_pod("by-template", {"resourceClaimTemplateName": "single-gpu"}),
+              claim("shared", "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-40GB'",
+                    "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"),
+              gpu_pod("two-containers", {"resourceClaimName": "shared"}, containers=("a", "b")),
+              claim("too-big", "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0"),
+              gpu_pod("wants-80gi", {"resourceClaimName": "too-big"}))
+    pod = lab.running("by-template")
+    [device] = lab.allocated(lab.claim_of(pod))
+    assert uuids(lab.log("by-template")) == [uuid_of[device]]
+    assert "/dev/nvidia%s" % device.split("-")[1] in lab.log("by-template")
+    lab.running("two-containers")
+    [shared] = lab.allocated("shared")
+    assert shared != device
+    assert uuids(lab.log("two-containers", "a")) == uuids(lab.log("two-containers", "b")) == [uuid_of[shared]]
+
+    def unschedulable():
+        conds = lab.get("-n", "dra-lab", "get", "pod", "wants-80gi")["status"].get("conditions", [])
+        return [c for c in conds if c["type"] == "PodScheduled" and c["status"] == "False"]
+    [cond] = lab.wait("the scheduler's verdict on wants-80gi", unschedulable, 60)
+    assert cond["reason"] == "Unschedulable" and "cannot allocate all claims" in cond["message"]
+    assert lab.get("-n", "dra-lab", "get", "resourceclaim", "too-big")["status"].get("allocation") is None
+
+
+def test_the_seeds_pod_shape_lands_through_the_extended_resource_name(lab):
+    """`limits: nvidia.com/gpu: 1` and no claim: the scheduler makes a claim of class
+    gpu.nvidia.com (its extendedResourceName; DRAExtendedResource, beta and on in 1.36) with no
+    device plugin on lab-node-2, and the container gets one GPU."""
+    lab.kubectl("create", "namespace", "dra-lab", check=False)
+    lab.apply(gpu_pod("seed-shape", None, limits={"nvidia.com/gpu": 1}, node_selector={"gpu-incident-lab/dra-node": "true"}))
+    pod = lab.running("seed-shape")
+    status = pod["status"]["extendedResourceClaimStatus"]
+    assert status["requestMappings"][0]["resourceName"] == "nvidia.com/gpu"
+    [device] = lab.allocated(status["resourceClaimName"])
+    assert uuids(lab.log("seed-shape")) == [list(lab.devices()[device]["attributes"]["uuid"].values())[0]]
+
+
+def test_on_containerd_1_6_the_same_claim_is_allocated_and_the_container_has_no_gpu(lab):
+    """-e dra_node_containerd=1.6.20: containerd restarts as Debian's 1.6.20, the claim is
+    allocated and the Pod Running - and the container sees no GPU: 1.6 drops the CDI devices the
+    kubelet hands it. Back on 2.2.0 afterwards, as the other tests expect."""
+    lab.kubectl("delete", "namespace", "dra-lab", "--wait=true", timeout=120, check=False)
+    try:
+        play("playbooks/dra.yml", "-e", "dra_node_containerd=1.6.20", *lab.extra)
+        node = lab.get("get", "node", NODE2)
+        assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == "containerd://1.6.20"
+        lab.kubectl("create", "namespace", "dra-lab")
+        lab.apply(TEMPLATE, gpu_pod("silent", {"resourceClaimTemplateName": "single-gpu"}))
+        pod = lab.running("silent")
+        assert len(lab.allocated(lab.claim_of(pod))) == 1
+        log = lab.log("silent")
+        assert uuids(log) == [] and "nvidia-smi: not found" in log and "/dev/nvidia" not in log.replace("ls: /dev/nvidia*", "")
+        # containerd's own view: no CDI in 1.6 (crictl info has no enableCDI)
+        info = json.loads(sh(lab.node2_dir / "bin/crictl", "info").stdout)
+        assert "enableCDI" not in info["config"]
+    finally:
+        lab.kubectl("delete", "namespace", "dra-lab", "--wait=true", timeout=120, check=False)
+        play("playbooks/dra.yml", *lab.extra)
+    info = json.loads(sh(lab.node2_dir / "bin/crictl", "info").stdout)
+    assert info["config"]["enableCDI"] is True
+
+
+def test_state_absent_gives_a_kwok_node_back_and_lab_yml_keeps_a_real_one(lab):
+    """lab.yml with lab-node-2 real leaves it real; state=absent makes it a kwok node again,
+    and a second absent changes nothing."""
+    out, counts = play("lab.yml", "--tags", "environment", *lab.extra)
+    assert counts["changed"] == 0, out.stdout[-3000:]
+    assert lab.get("get", "node", NODE2)["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.2.0")
+    play("playbooks/dra.yml", "-e", "state=absent", *lab.extra)
+    node = lab.get("get", "node", NODE2)
+    assert node["metadata"]["annotations"].get("kwok.x-k8s.io/node") == "fake"
+    assert not (lab.node2_dir / "node.env").exists()
+    assert lab.get("get", "resourceslices")["items"] == []
+    _, counts = play("playbooks/dra.yml", "-e", "state=absent", *lab.extra)
+    assert counts["changed"] == 0
