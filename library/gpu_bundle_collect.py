@@ -62,7 +62,7 @@ options:
     description: Namespaces of the GPU stack - all their Pods' logs go in, their ConfigMaps unredacted.
     type: list
     elements: str
-    default: [gpu-operator, nvidia-gpu-operator, nvidia-device-plugin, nvidia]
+    default: [gpu-operator, nvidia-gpu-operator, nvidia-device-plugin, nvidia, nvidia-dra-driver-gpu]
   stack_selectors:
     description:
       - Label selectors (C(key=value), C(key), C(!key), comma = and) of GPU-stack Pods in any
@@ -74,7 +74,8 @@ options:
               app.kubernetes.io/name=nvidia-device-plugin, app=gpu-feature-discovery,
               app.kubernetes.io/name=gpu-feature-discovery, app=nvidia-container-toolkit-daemonset,
               app=nvidia-driver-daemonset, app=nvidia-operator-validator, app=nvidia-mig-manager,
-              app=nvidia-dcgm-exporter, app.kubernetes.io/part-of=gpu-operator]
+              app=nvidia-dcgm-exporter, app.kubernetes.io/part-of=gpu-operator,
+              app.kubernetes.io/name=dra-driver-nvidia-gpu]
   gpu_resource_prefixes:
     description: A Pod requesting a resource starting with one of these requests a GPU.
     type: list

@@ -199,7 +199,7 @@ def collect_cluster(kube, options, files, index, red):
         keep = meta.get("namespace") in options["stack_namespaces"] or \
             (meta.get("namespace"), meta.get("name")) in keep_cms
         redact("ConfigMap", cm, red, keep_configmap=keep)
-    for kind in ("Node", "Pod", "RuntimeClass", "Event", "DaemonSet"):
+    for kind in ("Node", "Pod", "RuntimeClass", "Event", "DaemonSet", "ResourceClaim", "ResourceSlice", "DeviceClass"):
         for obj in listed.get(kind) or []:
             redact(kind, obj, red)
     for rel, _path, api_version, kind, _command in CLUSTER_FILES:

@@ -48,16 +48,22 @@ CLUSTER_FILES = [(KIND_FILES[kind], path, api_version, kind, command) for path, 
     ("/api/v1/events", "v1", "Event", "kubectl get events -A -o json"),
     ("/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet", "kubectl get daemonsets -A -o json"),
     ("/api/v1/configmaps", "v1", "ConfigMap", "kubectl get configmaps -A -o json"),
+    # GPUs by ResourceClaim (DRA, issue 48); a cluster without resource.k8s.io/v1 answers 404: missing
+    ("/apis/resource.k8s.io/v1/resourceclaims", "resource.k8s.io/v1", "ResourceClaim", "kubectl get resourceclaims -A -o json"),
+    ("/apis/resource.k8s.io/v1/resourceslices", "resource.k8s.io/v1", "ResourceSlice", "kubectl get resourceslices -o json"),
+    ("/apis/resource.k8s.io/v1/deviceclasses", "resource.k8s.io/v1", "DeviceClass", "kubectl get deviceclasses -o json"),
 )]
 
 # The GPU stack: the namespaces the GPU Operator and the device plugin's Helm chart install into,
-# and the labels of their Pods (static manifest, Operator operands, Helm chart - gpu-field notes).
-STACK_NAMESPACES = ["gpu-operator", "nvidia-gpu-operator", "nvidia-device-plugin", "nvidia"]
+# and the labels of their Pods (static manifest, Operator operands, Helm chart - gpu-field notes);
+# NVIDIA's DRA driver's chart (its documented namespace, its Pods' name label: docs/dra.md).
+STACK_NAMESPACES = ["gpu-operator", "nvidia-gpu-operator", "nvidia-device-plugin", "nvidia", "nvidia-dra-driver-gpu"]
 STACK_SELECTORS = ["name=nvidia-device-plugin-ds", "app=nvidia-device-plugin-daemonset",
                    "app.kubernetes.io/name=nvidia-device-plugin", "app=gpu-feature-discovery",
                    "app.kubernetes.io/name=gpu-feature-discovery", "app=nvidia-container-toolkit-daemonset",
                    "app=nvidia-driver-daemonset", "app=nvidia-operator-validator", "app=nvidia-mig-manager",
-                   "app=nvidia-dcgm-exporter", "app.kubernetes.io/part-of=gpu-operator"]
+                   "app=nvidia-dcgm-exporter", "app.kubernetes.io/part-of=gpu-operator",
+                   "app.kubernetes.io/name=dra-driver-nvidia-gpu"]
 
 
 # gpu_bundle_collect's and gpu_bundle_node's `redact` suboptions: the secret parts never shown

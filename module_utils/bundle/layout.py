@@ -15,6 +15,9 @@ reads it with ``bundle: DIR``)::
     cluster/events.json                        kubectl get events -A -o json
     cluster/daemonsets.json                    kubectl get daemonsets -A -o json  (env values redacted)
     cluster/configmaps.json                    kubectl get configmaps -A -o json  (data outside the GPU stack redacted)
+    cluster/resourceclaims.json                kubectl get resourceclaims -A -o json   (DRA: resource.k8s.io/v1)
+    cluster/resourceslices.json                kubectl get resourceslices -o json
+    cluster/deviceclasses.json                 kubectl get deviceclasses -o json
     logs/<namespace>/<pod>.log                 kubectl logs --all-containers
     nodes/<node>/nvidia-smi.txt                nvidia-smi (stdout and stderr as printed)
     nodes/<node>/nvidia-smi-query.csv          nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv,noheader
@@ -47,7 +50,9 @@ NODES = "nodes"
 # kind -> its file: what `kubectl get <kind> -o json` prints
 KIND_FILES = {kind: "%s/%s" % (CLUSTER, name) for kind, name in (
     ("Node", "nodes.json"), ("Pod", "pods.json"), ("RuntimeClass", "runtimeclasses.json"),
-    ("Event", "events.json"), ("DaemonSet", "daemonsets.json"), ("ConfigMap", "configmaps.json"))}
+    ("Event", "events.json"), ("DaemonSet", "daemonsets.json"), ("ConfigMap", "configmaps.json"),
+    ("ResourceClaim", "resourceclaims.json"), ("ResourceSlice", "resourceslices.json"),
+    ("DeviceClass", "deviceclasses.json"))}
 NODE_FILES = list(node_files)   # nodes/<node>/: the node's file names (node/artefacts.py, the one list)
 
 

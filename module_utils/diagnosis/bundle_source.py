@@ -122,6 +122,21 @@ class BundleSource(Source):
     def ref_daemonsets(self):
         return KIND_FILES["DaemonSet"]
 
+    def resourceclaim(self, namespace, name):
+        for claim in self._list("ResourceClaim"):
+            if object_name(claim) == name and object_namespace(claim) == namespace:
+                return claim
+        return None
+
+    def resourceslices(self):
+        return self._list("ResourceSlice")
+
+    def ref_claim(self, namespace, name):
+        return "%s [%s/%s]" % (KIND_FILES["ResourceClaim"], namespace, name)
+
+    def ref_slices(self):
+        return KIND_FILES["ResourceSlice"]
+
     def kubelet_log(self, node):
         rel = node_file(node, KUBELET_LOG)
         path = self._path(rel)

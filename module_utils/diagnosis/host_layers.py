@@ -10,6 +10,7 @@ import re
 
 from ansible.module_utils.bundle.layout import node_file
 from ansible.module_utils.node.artefacts import APPLICATION_XIDS, gpu_lost_lines, xids
+from ansible.module_utils.diagnosis import dra_layers
 from ansible.module_utils.diagnosis.kube_objects import TOOLKIT_NO_RESTART
 from ansible.module_utils.diagnosis.verdict import amount, ev, text_ev, verdict
 
@@ -173,6 +174,10 @@ def container_runtime(seen):
     evidence += _containerd_evidence(seen, daemon)
     live, history = _live_texts(seen, daemon)
     evidence += history
+    if getattr(seen, "dra", None) is not None and not live:
+        judged = dra_layers.cdi(seen, daemon, evidence)
+        if judged:
+            return judged
     if handler:
         return _judge_handler(seen, handler, daemon, evidence, live)
     if seen.rc_name and seen.rc_why is not None:

@@ -6,6 +6,7 @@ Each rule takes the walk's :class:`~walk.Seen` (the node, the Pod, the error tex
 already) and returns a verdict.
 """
 
+from ansible.module_utils.diagnosis import dra_layers
 from ansible.module_utils.diagnosis.kube_objects import pod_request, scheduler_findings, tolerates
 from ansible.module_utils.diagnosis.verdict import amount, ev, qty, verdict
 from ansible.module_utils.kube.client import condition
@@ -40,6 +41,10 @@ def scheduling(seen):
     evidence = [ev(source, "status=%s reason=%s" % (cond.get("status"), cond.get("reason"))),
                 ev("PodScheduled.message", message)]
     findings = scheduler_findings(message, seen.resource) + _node_against_pod(seen)
+    if getattr(seen, "dra", None) is not None:
+        more, dra_findings = dra_layers.scheduling_findings(seen, message)
+        evidence += more
+        findings += dra_findings
     for finding in findings:
         evidence.append(ev("finding", finding))
     return verdict("scheduling", "broken", evidence,

@@ -98,6 +98,20 @@ class Source(object):
         """All DaemonSets, or Unreadable."""
         raise Unreadable("no DaemonSets in this source")
 
+    def resourceclaim(self, namespace, name):
+        """A ResourceClaim (resource.k8s.io/v1), or None when it does not exist; Unreadable."""
+        raise Unreadable("this source holds no ResourceClaims")
+
+    def resourceslices(self):
+        """Every ResourceSlice (resource.k8s.io/v1), or Unreadable."""
+        raise Unreadable("this source holds no ResourceSlices")
+
+    def ref_claim(self, namespace, name):
+        return "ResourceClaim %s/%s" % (namespace, name)
+
+    def ref_slices(self):
+        return "ResourceSlices"
+
     def ref_daemonsets(self):
         return "DaemonSets"
 
@@ -190,6 +204,22 @@ class LiveSource(Source):
 
     def ref_daemonsets(self):
         return "GET /apis/apps/v1/daemonsets"
+
+    def resourceclaim(self, namespace, name):
+        return self.kube.get("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s" % (namespace, name),
+                             missing_ok=True)
+
+    def resourceslices(self):
+        try:
+            return self.kube.items("/apis/resource.k8s.io/v1/resourceslices")
+        except LabError as exc:   # a cluster that does not serve resource.k8s.io/v1
+            raise Unreadable("GET /apis/resource.k8s.io/v1/resourceslices: %s" % exc)
+
+    def ref_claim(self, namespace, name):
+        return "GET /apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s" % (namespace, name)
+
+    def ref_slices(self):
+        return "GET /apis/resource.k8s.io/v1/resourceslices"
 
     def ref_node(self, name):
         return "GET /api/v1/nodes/%s" % name

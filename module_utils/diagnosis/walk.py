@@ -15,7 +15,7 @@ the one whose path reaches furthest - the lowest broken layer highest - is repor
 
 import re
 
-from ansible.module_utils.diagnosis import host_layers, plugin_layers, pod_layers
+from ansible.module_utils.diagnosis import dra_layers, host_layers, plugin_layers, pod_layers
 from ansible.module_utils.diagnosis.kube_objects import (
     DRIVER_LABELS, PLUGIN_SELECTORS, TOOLKIT_RESTART_LINE, TOOLKIT_SELECTOR, node_admits, plugin_component,
     pod_request)
@@ -28,6 +28,10 @@ from ansible.module_utils.diagnosis.verdict import LAYERS, ev
 # the rule of each layer, in the order of LAYERS
 RULES = (host_layers.driver, host_layers.container_runtime, plugin_layers.device_plugin,
          plugin_layers.advertisement, pod_layers.scheduling, pod_layers.workload)
+# a Pod whose GPU comes by ResourceClaim: the DRA kubelet plugin and the node's ResourceSlices in
+# place of the device plugin and node allocatable (dra_layers; the container-runtime rule asks CDI)
+DRA_RULES = (host_layers.driver, host_layers.container_runtime, dra_layers.kubelet_plugin,
+             dra_layers.slices, pod_layers.scheduling, pod_layers.workload)
 
 # the node artefacts whose absence a rule explains with the source's own words
 EXPLAINED = ("nvidia-smi-query.csv", "crictl-info.json")
@@ -46,6 +50,8 @@ class Where(object):
         self.log = source.ref_log
         self.facts = source.ref_facts
         self.daemonsets = source.ref_daemonsets()
+        self.claim = source.ref_claim
+        self.slices = source.ref_slices
 
 
 class Seen(object):
@@ -69,6 +75,8 @@ class Seen(object):
         container of the plugin's Pods and the Pod printed in its log (texts.last_error).
     toolkit: [(log reference, RUNTIME_RESTART_MODE, its lines about the restart)] of NVIDIA's
         toolkit installer Pods on the node (Diagnosis.toolkit).
+    dra: for a Pod that gets its GPU by ResourceClaim, its claims, the node's ResourceSlices and
+        the DRA kubelet plugin's Pods there (a dra_layers.Dra); None for any other Pod.
     """
 
     def __init__(self, **fields):
@@ -248,13 +256,41 @@ class Diagnosis(object):
                     missing={a: self.src.missing_reason(name, a) for a in EXPLAINED},
                     resource=self.resource, driver_labels=self.driver_labels,
                     selectors=self.dp_selectors, dp_namespace=self.dp_namespace,
-                    where=self.where, last_errors=self.last_errors, toolkit=self.toolkit(name))
+                    where=self.where, last_errors=self.last_errors, toolkit=self.toolkit(name),
+                    dra=self.dra(name, pod) if pod is not None and dra_layers.uses_claims(pod) else None)
+
+    def dra(self, name, pod):
+        """What a claim-based Pod's layers judge on node `name`: a dra_layers.Dra."""
+        ns = pod["metadata"].get("namespace")
+        claims = []
+        for claim in dra_layers.claim_names(pod):
+            try:
+                claims.append((claim, self.src.resourceclaim(ns, claim), None))
+            except Unreadable as exc:
+                claims.append((claim, None, exc.why))
+        try:
+            slices = [s for s in self.src.resourceslices() if (s.get("spec") or {}).get("nodeName") == name]
+            slices_why = None
+        except Unreadable as exc:
+            slices, slices_why = None, exc.why
+        plugin_pods, plugin_why, logs = [], None, {}
+        try:
+            for selector in dra_layers.DRA_PLUGIN_SELECTORS:
+                plugin_pods += [p for p in self.src.pods(selector) if (p.get("spec") or {}).get("nodeName") == name]
+        except Unreadable as exc:
+            plugin_pods, plugin_why = None, exc.why
+        for p in plugin_pods or []:
+            try:
+                logs[p["metadata"]["name"]] = self.src.pod_log(p["metadata"].get("namespace"), p["metadata"]["name"])
+            except Unreadable:
+                pass
+        return dra_layers.Dra(claims, slices, slices_why, plugin_pods, plugin_why, logs)
 
     # ----------------------------------------------------------------- walk
     def walk_node(self, node, pod=None):
         """The six verdicts of one node, in LAYERS order."""
         seen = self.see(node, pod)
-        return [rule(seen) for rule in RULES]
+        return [rule(seen) for rule in (DRA_RULES if seen.dra is not None else RULES)]
 
     def _candidates(self, namespace, pod_name, node_name, pod, nodes, preface):
         if node_name:

@@ -192,6 +192,13 @@ def test_on_containerd_1_6_the_same_claim_is_allocated_and_the_container_has_no_
         # containerd's own view: no CDI in 1.6 (crictl info has no enableCDI)
         info = json.loads(sh(lab.node2_dir / "bin/crictl", "info").stdout)
         assert "enableCDI" not in info["config"]
+        # the diagnosis names it, live: the container-runtime layer, with the claim's allocation
+        play("playbooks/diagnose.yml", "-e", "pod=dra-lab/silent", *lab.extra)
+        result = json.loads((lab.state / "diagnosis.json").read_text())
+        runtime = {l["layer"]: l for l in result["layers"]}["container-runtime"]
+        assert result["first_broken"] == "container-runtime" and "knows no CDI" in runtime["next"]
+        assert "the claim is allocated (gpu-" in runtime["next"]
+        assert {l["layer"]: l["status"] for l in result["layers"]}["device-plugin"] == "ok"   # the DRA plugin
     finally:
         lab.kubectl("delete", "namespace", "dra-lab", "--wait=true", timeout=120, check=False)
         play("playbooks/dra.yml", *lab.extra)
