@@ -318,7 +318,7 @@ fi
 # the node's configuration in its copy of the library, for a container given the library alone
 # (NVIDIA's DRA driver's CDI spec): as the node starts (nvml_mock/config.c, nvml_bake.py)
 "$PY" "$S/nodebin/nvml_bake.py" "\$(readlink -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)" "$S/gpu/mock/nvml-mock.conf" \
-  /usr/lib/x86_64-linux-gnu/nvml-mock-cards.tsv
+  /usr/lib/x86_64-linux-gnu/nvml-mock-cards.tsv "$S/gpu/mock/nvml-mock-mig.state"
 mkdir -p /run/nvml-mock
 mount --bind "$S/gpu/mock" /run/nvml-mock
 ln -sfn ../../../run/nvml-mock/nvml-mock.conf /usr/lib/x86_64-linux-gnu/nvml-mock.conf
@@ -606,6 +606,15 @@ gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI
   mkdir -p "$S/gpu/cdi"    # the node's /etc/cdi (bound): what NVIDIA's runtime reads
   cmp -s "$S/gpu/nvidia.json" "$S/gpu/cdi/nvidia.json" ||
     { cp "$S/gpu/nvidia.json" "$S/gpu/cdi/.nvidia.json.tmp" && mv -f "$S/gpu/cdi/.nvidia.json.tmp" "$S/gpu/cdi/nvidia.json"; }
+  # a running node's copy of the library baked anew: the configuration and MIG state now, for the
+  # containers NVIDIA's DRA driver gives a device from here on (nvml_bake.py; the holder bakes at boot)
+  if alive holder "$S/nodebin/pause"; then
+    # shellcheck disable=SC2016  # expanded by the node's bash (the link is the node's)
+    in_node bash -c '"$0" "$1" "$(readlink -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)" "$2" \
+      /usr/lib/x86_64-linux-gnu/nvml-mock-cards.tsv "$3"' "$PY" "$S/nodebin/nvml_bake.py" \
+      "$S/gpu/mock/nvml-mock.conf" "$S/gpu/mock/nvml-mock-mig.state" 2> "$S/gpu/bake.err" ||
+      die "baking the node's configuration into its library failed: $(tail -2 "$S/gpu/bake.err")"
+  fi
 }
 
 kwok_stand_in_gone() { # a kwok Node of the same name (an older lab) would fight the kubelet

@@ -41,10 +41,12 @@ MOCK_EXPORT void nvml_mock_set_libdir(const char *dir)
 
 /* The node's configuration and its card's rows of the table, as the node started: the node's
  * runner writes them after this marker into the node's copy of the library (node_runner/
- * nvml_bake.py). Read only where no configuration file is beside the library - a container given
+ * nvml_bake.py), and the MIG state as of the node's last layout (real-node.sh bakes again after
+ * gpu-refresh). Read only where no configuration file is beside the library - a container given
  * the library alone (the CDI spec of NVIDIA's DRA driver mounts libnvidia-ml.so.<version> and
- * nvidia-smi, nothing beside them), as a driver's kernel module, not a file, knows its GPUs. */
-MOCK_EXPORT char nvml_mock_baked[8192] = "NVML-MOCK-BAKED-CONFIG\n";
+ * nvidia-smi, nothing beside them), as a driver's kernel module, not a file, knows its GPUs and
+ * their MIG instances. */
+MOCK_EXPORT char nvml_mock_baked[32768] = "NVML-MOCK-BAKED-CONFIG\n";
 static char libfile[PATH_MAX];              /* this library's file (or the one the reader found) */
 
 MOCK_EXPORT void nvml_mock_set_library(const char *path)
@@ -87,19 +89,27 @@ static const char *baked(void)
     return text;
 }
 
-/* the part of the baked text before its cards (config) or after (the card's rows of the table) */
-static FILE *baked_part(int cards)
+/* a part of the baked text: 0 the configuration, 1 the card's rows of the table (after
+ * "--- cards"), 2 the MIG state (after "--- mig"); NULL when it has none */
+FILE *nvml_mock_baked_part(int which)
 {
-    static char part[2][sizeof nvml_mock_baked];
-    const char *text = baked(), *split = strstr(text, "--- cards\n");
+    static char part[3][sizeof nvml_mock_baked];
+    static const char *marks[3] = { "", "--- cards\n", "--- mig\n" };
+    const char *text = baked(), *from, *to;
     if (!*text)
         return NULL;
-    if (cards)
-        snprintf(part[1], sizeof part[1], "%s", split ? split + 10 : "");
-    else
-        snprintf(part[0], sizeof part[0], "%.*s", split ? (int)(split - text) : (int)strlen(text), text);
-    return *part[cards] ? fmemopen(part[cards], strlen(part[cards]), "r") : NULL;
+    from = which ? strstr(text, marks[which]) : text;
+    if (!from)
+        return NULL;
+    from += strlen(marks[which]);
+    to = which < 2 ? strstr(from, marks[which + 1]) : NULL;
+    if (which == 0 && !to)
+        to = strstr(from, marks[2]);
+    snprintf(part[which], sizeof part[which], "%.*s", to ? (int)(to - from) : (int)strlen(from), from);
+    return *part[which] ? fmemopen(part[which], strlen(part[which]), "r") : NULL;
 }
+
+#define baked_part nvml_mock_baked_part
 
 static void find_libdir(void)
 {

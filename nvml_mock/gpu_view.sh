@@ -12,6 +12,9 @@
 #                                   IsNvidiaModuleLoaded). A kernel without modules has no
 #                                   /proc/modules at all: then /proc becomes a tmpfs linking
 #                                   every entry of a second procfs mount, plus that file.
+#   /proc/driver/nvidia/capabilities/gpu<minor>/mig/gi<G>[/ci<C>]/access and /proc/devices
+#                                   (WORKDIR/devices) - what NVIDIA's DRA driver reads for a
+#                                   claimed MIG device (below)
 #   /proc/driver/nvidia-caps/mig-minors
 #                                   the MIG capability minors, laid out as the MIG user guide's
 #                                   example (config 1, monitor 2, gpu0/gi0/access 3,
@@ -59,6 +62,29 @@ mkdir -p "$work/driver/nvidia-caps"
   done
 } > "$work/driver/nvidia-caps/mig-minors.tmp"
 mv -f "$work/driver/nvidia-caps/mig-minors.tmp" "$work/driver/nvidia-caps/mig-minors"
+# /proc/driver/nvidia/capabilities/gpu<minor>/mig/gi<G>/access and .../ci<C>/access of the
+# instances that exist now (nvidia-smi mig -lci), as the driver writes them (the MIG user guide,
+# "Device Nodes and Capabilities": DeviceFileMinor - the mig-minors number above -, DeviceFileMode,
+# DeviceFileModify): NVIDIA's DRA driver reads them for a claimed MIG device's CDI device nodes
+caps=$work/driver/nvidia/capabilities
+rm -rf "$caps.tmp" && mkdir -p "$caps.tmp"
+cis=$(nvidia-smi mig -lci 2>/dev/null | awk -F'|' 'NF == 3 && $2 ~ /^ +[0-9]+ +[0-9]+ +MIG / {print $2}') || true
+while read -r g gi _mig _name _profile ci _place; do
+  [ -n "$g" ] || continue
+  base=$((3 + g * 135 + gi * 9))
+  mkdir -p "$caps.tmp/gpu$g/mig/gi$gi/ci$ci"
+  printf 'DeviceFileMinor: %s\nDeviceFileMode: 292\nDeviceFileModify: 1\n' "$base" > "$caps.tmp/gpu$g/mig/gi$gi/access"
+  printf 'DeviceFileMinor: %s\nDeviceFileMode: 292\nDeviceFileModify: 1\n' "$((base + 1 + ci))" > "$caps.tmp/gpu$g/mig/gi$gi/ci$ci/access"
+done <<< "$cis"
+rm -rf "$caps" && mv "$caps.tmp" "$caps"
+# /proc/devices with the driver's character devices (their majors are dynamic on a host; these
+# are the lab's: nvidia-caps 508, nvidia-uvm 510 - gpu_cdi_spec.py, real-node.sh GPU_UVM_MAJOR):
+# NVIDIA's DRA driver finds nvidia-caps' major there (ALT_PROC_DEVICES_PATH, the chart's altProcDevices)
+awk -v caps="${NVIDIA_CAPS_MAJOR:-508}" -v uvm="${NVIDIA_UVM_MAJOR:-510}" '
+  /^Character devices:/ { print; inchar = 1; next }
+  inchar && /^$/ { printf "195 nvidia-frontend\n%3d nvidia-caps\n%3d nvidia-uvm\n", caps, uvm; inchar = 0 }
+  { print }' /proc/devices > "$work/devices.tmp"
+mv -f "$work/devices.tmp" "$work/devices"
 module="nvidia 56823808 0 - Live 0x0000000000000000 (POE)"
 { grep -v '^nvidia ' /proc/modules 2>/dev/null || true; echo "$module"; } > "$work/modules"
 if $files_only; then exit 0; fi

@@ -320,11 +320,17 @@ unsigned int mig_cap_minor(unsigned int minor, unsigned int gi, int ci)
 int mig_visible(unsigned int index, unsigned int gi, unsigned int ci)
 {
     char node[320];
+    const char *dir = conf.device_nodes;
     unsigned int k;
-    if (!conf.device_nodes[0])
+    /* no device_nodes: a process whose /dev has /dev/nvidia-caps was given capability nodes (the
+       CDI spec of NVIDIA's DRA driver creates those of the claimed MIG device alone) - the same
+       judgment there; without the folder (the node itself, a build machine) every device */
+    if (!dir[0] && access("/dev/nvidia-caps", F_OK) == 0)
+        dir = "/dev";
+    if (!dir[0])
         return 1;
     for (k = 0; k < 2; k++) {
-        snprintf(node, sizeof node, "%s/nvidia-caps/nvidia-cap%u", conf.device_nodes,
+        snprintf(node, sizeof node, "%s/nvidia-caps/nvidia-cap%u", dir,
                  mig_cap_minor(gpus[index].minor, gi, k == 0 ? -1 : (int)ci));
         if (access(node, F_OK) != 0)
             return 0;

@@ -13,6 +13,7 @@
 #define NVML_MOCK_H
 
 #include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <sys/stat.h>
 
@@ -134,6 +135,7 @@ void mig_uuid_of(unsigned int index, unsigned int gi, unsigned int ci, char *out
 
 /* mig_state.c: every call reads the file under a shared lock; changes take the exclusive one */
 int mig_state_read(struct mig_gpu *out, unsigned int index);
+FILE *nvml_mock_baked_part(int which);   /* config.c: the baked configuration (0), card rows (1), MIG state (2) */
 typedef nvmlReturn_t (*mig_change)(struct mig_gpu *all, void *arg);
 nvmlReturn_t mig_state_change(mig_change change, void *arg);
 int mig_held(unsigned int index, unsigned int gi, unsigned int ci);

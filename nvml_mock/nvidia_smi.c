@@ -316,13 +316,14 @@ int main(int argc, char **argv)
             mig_mode = argv[++i];
         else if (!strcmp(argv[i], "mig") && i == 1)
             mig = 1;
-        else if (mig && (!strcmp(argv[i], "-lgi") || !strcmp(argv[i], "-lgip") || !strcmp(argv[i], "-lgipp")))
+        else if (mig && (!strcmp(argv[i], "-lgi") || !strcmp(argv[i], "-lgip") || !strcmp(argv[i], "-lgipp")
+                         || !strcmp(argv[i], "-lci")))
             mig_list = argv[i];
         else {
             printf("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"
                    "(this is the lab's nvidia-smi reader of its mock NVML library: it knows -L, "
                    "--query-gpu=... --format=csv[,noheader][,nounits], -i, -r, -mig 0|1, "
-                   "mig -lgi|-lgip|-lgipp, --version and no option)\n");
+                   "mig -lgi|-lgip|-lgipp|-lci, --version and no option)\n");
             return 2;
         }
     }

@@ -7,6 +7,7 @@
  *   nvidia-smi mig [-i IDS] -lgip       GPU instance profiles, as the card's real listing prints
  *   nvidia-smi mig [-i IDS] -lgipp      their possible placements
  *   nvidia-smi mig [-i IDS] -lgi        the GPU instances
+ *   nvidia-smi mig [-i IDS] -lci        the compute instances (the MIG user guide's table)
  * IDS: indexes, PCI bus IDs or UUIDs, comma-separated (mig-parted runs `nvidia-smi -r -i
  * <bus IDs>`, cmd/nvidia-mig-parted/util/device.go:153). Texts: NVIDIA's MIG user guide and the
  * listings of tests/sharing_corpus/mig_listings (module_utils/sharing/mig_listing.py reads them).
@@ -220,6 +221,49 @@ static void lgi(nvmlDevice_t *d, unsigned int *index, int n)
         }
 }
 
+/* the compute instances of every GPU instance, as the MIG user guide prints `nvidia-smi mig -lci` */
+static void lci(nvmlDevice_t *d, unsigned int *index, int n)
+{
+    const char *rule = "+--------------------------------------------------------------------+";
+    unsigned int order[NVML_GPU_INSTANCE_PROFILE_COUNT];
+    int k, p, np;
+    printf("%s\n| Compute instances:                                                 |\n", rule);
+    printf("| GPU     GPU       Name             Profile   Instance   Placement  |\n");
+    printf("|       Instance                       ID        ID       Start:Size |\n");
+    printf("|         ID                                                         |\n");
+    printf("|====================================================================|\n");
+    for (k = 0; k < n; k++)
+        for (p = 0, np = profiles(d[k], order); p < np; p++) {
+            nvmlGpuInstanceProfileInfo_v2_t info = { .version = nvmlGpuInstanceProfileInfo_v2 };
+            nvmlGpuInstance_t gis[16];
+            unsigned int count = 16, j, cp;
+            if (nvmlDeviceGetGpuInstanceProfileInfoV(d[k], order[p], &info) != NVML_SUCCESS
+                || nvmlDeviceGetGpuInstances(d[k], info.id, gis, &count) != NVML_SUCCESS)
+                continue;
+            for (j = 0; j < count; j++) {
+                nvmlGpuInstanceInfo_t gi;
+                nvmlGpuInstanceGetInfo(gis[j], &gi);
+                for (cp = 0; cp < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; cp++) {
+                    nvmlComputeInstanceProfileInfo_v2_t ci_info = { .version = nvmlComputeInstanceProfileInfo_v2 };
+                    nvmlComputeInstance_t cis[8];
+                    unsigned int ncis = 8, c;
+                    if (nvmlGpuInstanceGetComputeInstanceProfileInfoV(gis[j], cp, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+                                                                      &ci_info) != NVML_SUCCESS
+                        || nvmlGpuInstanceGetComputeInstances(gis[j], cp, cis, &ncis) != NVML_SUCCESS)
+                        continue;
+                    for (c = 0; c < ncis; c++) {
+                        nvmlComputeInstanceInfo_t ci;
+                        char place[16];
+                        nvmlComputeInstanceGetInfo_v2(cis[c], &ci);
+                        snprintf(place, sizeof place, "%u:%u", ci.placement.start, ci.placement.size);
+                        printf("| %3u   %5u       %-16s %5u     %5u      %7s     |\n%s\n", index[k], gi.id, ci_info.name,
+                               ci_info.id, ci.id, place, rule);
+                    }
+                }
+            }
+        }
+}
+
 int smi_mig(unsigned int count, const char *ids, const char *what)
 {
     nvmlDevice_t d[64];
@@ -231,6 +275,8 @@ int smi_mig(unsigned int count, const char *ids, const char *what)
         lgip(d, index, n);
     else if (!strcmp(what, "-lgipp"))
         lgipp(d, index, n);
+    else if (!strcmp(what, "-lci"))
+        lci(d, index, n);
     else
         lgi(d, index, n);
     return 0;

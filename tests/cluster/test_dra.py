@@ -18,9 +18,9 @@ WAIT = "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"
 
 
 def gpu_pod(name, claims, containers=("ctr",), limits=None, node_selector=None):
-    """A Pod whose containers run nvidia-smi -L and ls /dev/nvidia*, then idle."""
+    """A Pod whose containers run nvidia-smi -L and ls /dev/nvidia* (with /dev/nvidia-caps), then idle."""
     spec = {"containers": [{"name": c, "image": CUDA,
-                            "command": ["bash", "-c", "nvidia-smi -L; ls /dev/nvidia*; " + WAIT],
+                            "command": ["bash", "-c", "nvidia-smi -L; ls /dev/nvidia* /dev/nvidia-caps; " + WAIT],
                             "resources": ({"limits": limits} if limits else {"claims": [{"name": "gpu"}]})}
                            for c in containers]}
     if claims:
@@ -30,9 +30,9 @@ def gpu_pod(name, claims, containers=("ctr",), limits=None, node_selector=None):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "dra-lab"}, "spec": spec}
 
 
-def claim(name, *cel):
-    """A ResourceClaim of class gpu.nvidia.com, with CEL selectors."""
-    exactly = {"deviceClassName": "gpu.nvidia.com"}
+def claim(name, *cel, device_class="gpu.nvidia.com"):
+    """A ResourceClaim of a class (gpu.nvidia.com by default), with CEL selectors."""
+    exactly = {"deviceClassName": device_class}
     if cel:
         exactly["selectors"] = [{"cel": {"expression": e}} for e in cel]
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "dra-lab"},
@@ -172,6 +172,44 @@ def test_the_seeds_pod_shape_lands_through_the_extended_resource_name(lab):
     assert status["requestMappings"][0]["resourceName"] == "nvidia.com/gpu"
     [device] = lab.allocated(status["resourceClaimName"])
     assert uuids(lab.log("seed-shape")) == [list(lab.devices()[device]["attributes"]["uuid"].values())[0]]
+
+
+def mig_claim(name, profile):
+    return claim(name, "device.attributes['gpu.nvidia.com'].profile == '%s'" % profile, device_class="mig.nvidia.com")
+
+
+def test_mig_by_claim_after_a_layout_by_nvidia_s_mig_parted(lab):
+    """-e dra_mig_config=all-balanced: nvidia-mig-parted lays the GPUs out, the plugin publishes
+    the MIG devices (type mig, their profiles); a claim of class mig.nvidia.com selecting 2g.10gb
+    gets exactly one, seen in the container. A layout under a Pod holding a device is refused,
+    naming it; all-disabled gives whole GPUs back."""
+    lab.kubectl("create", "namespace", "dra-lab", check=False)
+    lab.apply(TEMPLATE, gpu_pod("holder", {"resourceClaimTemplateName": "single-gpu"}))
+    pod = lab.running("holder")
+    out, counts = play("playbooks/dra.yml", "-e", "dra_mig_config=all-balanced", *lab.extra, check=False)
+    assert counts["failed"] == 1 and "claims allocated there are in use: dra-lab/holder" in flat(out.stdout)
+    lab.kubectl("-n", "dra-lab", "delete", "pod", "holder", "--wait=true", timeout=120)
+    try:
+        play("playbooks/dra.yml", "-e", "dra_mig_config=all-balanced", *lab.extra)
+        devices = lab.devices()
+        profiles = sorted(list(d["attributes"]["profile"].values())[0] for d in devices.values())
+        # all-balanced on an A100-40GB: 2 x 1g.5gb, 1 x 2g.10gb, 1 x 3g.20gb per GPU (mig-parted's config)
+        assert profiles == ["1g.5gb"] * 8 + ["2g.10gb"] * 4 + ["3g.20gb"] * 4
+        assert {list(d["attributes"]["type"].values())[0] for d in devices.values()} == {"mig"}
+        _, counts = play("playbooks/dra.yml", "-e", "dra_mig_config=all-balanced", *lab.extra)
+        assert counts["changed"] == 0
+        lab.apply(mig_claim("one-2g", "2g.10gb"), gpu_pod("mig-pod", {"resourceClaimName": "one-2g"}))
+        lab.running("mig-pod")
+        [device] = lab.allocated("one-2g")
+        assert list(devices[device]["attributes"]["profile"].values())[0] == "2g.10gb"
+        log = lab.log("mig-pod")
+        migs = re.findall(r"^  MIG (\S+) +Device +\d+: \(UUID: (MIG-[0-9a-f-]+)\)$", log, re.M)
+        assert migs == [("2g.10gb", list(devices[device]["attributes"]["uuid"].values())[0])], log
+        assert len(re.findall(r"nvidia-cap\d+", log)) == 4       # its GPU and compute instance, listed twice by ls
+    finally:
+        lab.kubectl("delete", "namespace", "dra-lab", "--wait=true", timeout=120, check=False)
+        play("playbooks/dra.yml", "-e", "dra_mig_config=all-disabled", *lab.extra)
+    assert sorted(lab.devices()) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
 
 
 def test_on_containerd_1_6_the_same_claim_is_allocated_and_the_container_has_no_gpu(lab):
