@@ -606,15 +606,17 @@ gpu_prepare() { # the mock NVML library and its reader as a driver root; the CDI
   mkdir -p "$S/gpu/cdi"    # the node's /etc/cdi (bound): what NVIDIA's runtime reads
   cmp -s "$S/gpu/nvidia.json" "$S/gpu/cdi/nvidia.json" ||
     { cp "$S/gpu/nvidia.json" "$S/gpu/cdi/.nvidia.json.tmp" && mv -f "$S/gpu/cdi/.nvidia.json.tmp" "$S/gpu/cdi/nvidia.json"; }
-  # a running node's copy of the library baked anew: the configuration and MIG state now, for the
-  # containers NVIDIA's DRA driver gives a device from here on (nvml_bake.py; the holder bakes at boot)
-  if alive holder "$S/nodebin/pause"; then
-    # shellcheck disable=SC2016  # expanded by the node's bash (the link is the node's)
-    in_node bash -c '"$0" "$1" "$(readlink -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)" "$2" \
-      /usr/lib/x86_64-linux-gnu/nvml-mock-cards.tsv "$3"' "$PY" "$S/nodebin/nvml_bake.py" \
-      "$S/gpu/mock/nvml-mock.conf" "$S/gpu/mock/nvml-mock-mig.state" 2> "$S/gpu/bake.err" ||
-      die "baking the node's configuration into its library failed: $(tail -2 "$S/gpu/bake.err")"
-  fi
+}
+
+gpu_bake() { # the running node's copy of the library baked anew: the configuration and MIG state
+  # now, for the containers NVIDIA's DRA driver gives a device from here on (nvml_bake.py; the
+  # holder bakes at boot) - after the holder is up with this script's view, never before
+  [ "${GPU_STACK:-none}" = nvidia ] && alive holder "$S/nodebin/pause" || return 0
+  # shellcheck disable=SC2016  # expanded by the node's bash (the link is the node's)
+  in_node bash -c '"$0" "$1" "$(readlink -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)" "$2" \
+    /usr/lib/x86_64-linux-gnu/nvml-mock-cards.tsv "$3"' "$PY" "$S/nodebin/nvml_bake.py" \
+    "$S/gpu/mock/nvml-mock.conf" "$S/gpu/mock/nvml-mock-mig.state" 2> "$S/gpu/bake.err" ||
+    die "baking the node's configuration into its library failed: $(tail -2 "$S/gpu/bake.err")"
 }
 
 kwok_stand_in_gone() { # a kwok Node of the same name (an older lab) would fight the kubelet
@@ -685,6 +687,7 @@ case "$cmd" in
     fi
     alive holder "$S/nodebin/pause" || fresh=1
     holder_up
+    gpu_bake
     forward_up
     main_sha=""; [ -f "$LAB_ROOT/etc/containerd/config.toml" ] && main_sha=$(sha256sum "$LAB_ROOT/etc/containerd/config.toml" | cut -d' ' -f1)
     boot_mode=$("$PY" "$S/nodebin/node_state.py" boot-key "$S")
@@ -789,6 +792,7 @@ case "$cmd" in
   gpu-refresh)
     [ "${GPU_STACK:-none}" = nvidia ] || die "the node has no GPU half (lab_gpu_stack=${GPU_STACK:-none})"
     gpu_prepare
+    gpu_bake
     echo "$S/gpu/nvidia.json: $(grep -c '"name": "MIG-' "$S/gpu/nvidia.json" || true) MIG devices"
     ;;
   exec)
