@@ -177,8 +177,9 @@ def slices(seen):
                        "give the cluster's ResourceSlices (kubectl get resourceslices -o json)", reason=dra.slices_why)
     devices = dra.devices()
     drivers = sorted({(s.get("spec") or {}).get("driver") for s in dra.slices})
-    evidence = [ev(source, "%d slice(s) of %s: %s" % (len(dra.slices), ", ".join(d or "?" for d in drivers) or "no driver",
-                                                   ", ".join(sorted(devices)) or "no device")),
+    names = ", ".join(sorted(devices)) or "no device"
+    published = "%d slice(s) of %s: %s" % (len(dra.slices), ", ".join(d or "?" for d in drivers) or "no driver", names)
+    evidence = [ev(source, published),
                 ev("%s .status.allocatable" % where.node(name), "no %s: devices by ResourceClaim are published "
                    "as ResourceSlices, not in node status" % seen.resource)]
     if not devices:
