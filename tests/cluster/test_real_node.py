@@ -168,6 +168,7 @@ def test_the_installers_sighup_ends_containerd_and_its_supervisor_brings_it_back
     lab.sentinel_says("True", "True", "loaded: runc; next start: nvidia (", timeout=90)   # the lab's own state again
     out, counts = play("playbooks/toolkit.yml", "-e", "toolkit_target=node", "-e", "state=absent", *lab.extra)
     assert counts["changed"] == 0 and not (lab.state / "toolkit/saved-etc-containerd.node.json").exists()
+    assert not (lab.state / "toolkit").exists()           # the save's folder went with the save
 
 
 def test_nvidia_s_sighup_finds_pid_0_when_containerd_speaks_first(lab):
