@@ -194,15 +194,15 @@ static void lgipp(nvmlDevice_t *d, unsigned int *index, int n)
         }
 }
 
-static void lgi(nvmlDevice_t *d, unsigned int *index, int n)
+/* every GPU instance of the GPUs d[0..n-1], by profile as -lgip orders them: fn(GPU's index, its
+   profile, the instance, the table's rule) - the rows of -lgi and -lci */
+typedef void (*gi_row)(unsigned int index, const nvmlGpuInstanceProfileInfo_v2_t *info, nvmlGpuInstance_t gi,
+                       const char *rule);
+
+static void each_gpu_instance(nvmlDevice_t *d, unsigned int *index, int n, gi_row fn, const char *rule)
 {
-    const char *rule = "+-------------------------------------------------------+";
     unsigned int order[NVML_GPU_INSTANCE_PROFILE_COUNT];
     int k, p, np;
-    printf("%s\n| GPU instances:                                        |\n", rule);
-    printf("| GPU   Name             Profile  Instance   Placement  |\n");
-    printf("|                          ID       ID       Start:Size |\n");
-    printf("|=======================================================|\n");
     for (k = 0; k < n; k++)
         for (p = 0, np = profiles(d[k], order); p < np; p++) {
             nvmlGpuInstanceProfileInfo_v2_t info = { .version = nvmlGpuInstanceProfileInfo_v2 };
@@ -211,57 +211,68 @@ static void lgi(nvmlDevice_t *d, unsigned int *index, int n)
             if (nvmlDeviceGetGpuInstanceProfileInfoV(d[k], order[p], &info) != NVML_SUCCESS
                 || nvmlDeviceGetGpuInstances(d[k], info.id, gis, &count) != NVML_SUCCESS)
                 continue;
-            for (j = 0; j < count; j++) {
-                nvmlGpuInstanceInfo_t gi;
-                char place[16];
-                nvmlGpuInstanceGetInfo(gis[j], &gi);
-                snprintf(place, sizeof place, "%u:%u", gi.placement.start, gi.placement.size);
-                printf("| %3u  %-16s %5u    %5u      %7s     |\n%s\n", index[k], info.name, info.id, gi.id, place, rule);
-            }
+            for (j = 0; j < count; j++)
+                fn(index[k], &info, gis[j], rule);
         }
+}
+
+static void lgi_row(unsigned int index, const nvmlGpuInstanceProfileInfo_v2_t *info, nvmlGpuInstance_t gis,
+                    const char *rule)
+{
+    nvmlGpuInstanceInfo_t gi;
+    char place[16];
+    nvmlGpuInstanceGetInfo(gis, &gi);
+    snprintf(place, sizeof place, "%u:%u", gi.placement.start, gi.placement.size);
+    printf("| %3u  %-16s %5u    %5u      %7s     |\n%s\n", index, info->name, info->id, gi.id, place, rule);
+}
+
+static void lgi(nvmlDevice_t *d, unsigned int *index, int n)
+{
+    const char *rule = "+-------------------------------------------------------+";
+    printf("%s\n| GPU instances:                                        |\n", rule);
+    printf("| GPU   Name             Profile  Instance   Placement  |\n");
+    printf("|                          ID       ID       Start:Size |\n");
+    printf("|=======================================================|\n");
+    each_gpu_instance(d, index, n, lgi_row, rule);
+}
+
+/* one GPU instance's compute instances, rows of `nvidia-smi mig -lci` */
+static void lci_rows(unsigned int index, const nvmlGpuInstanceProfileInfo_v2_t *info, nvmlGpuInstance_t gis,
+                     const char *rule)
+{
+    nvmlGpuInstanceInfo_t gi;
+    unsigned int cp;
+    (void)info;
+    nvmlGpuInstanceGetInfo(gis, &gi);
+    for (cp = 0; cp < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; cp++) {
+        nvmlComputeInstanceProfileInfo_v2_t ci_info = { .version = nvmlComputeInstanceProfileInfo_v2 };
+        nvmlComputeInstance_t cis[8];
+        unsigned int ncis = 8, c;
+        if (nvmlGpuInstanceGetComputeInstanceProfileInfoV(gis, cp, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+                                                          &ci_info) != NVML_SUCCESS
+            || nvmlGpuInstanceGetComputeInstances(gis, cp, cis, &ncis) != NVML_SUCCESS)
+            continue;
+        for (c = 0; c < ncis; c++) {
+            nvmlComputeInstanceInfo_t ci;
+            char place[16];
+            nvmlComputeInstanceGetInfo_v2(cis[c], &ci);
+            snprintf(place, sizeof place, "%u:%u", ci.placement.start, ci.placement.size);
+            printf("| %3u   %5u       %-16s %5u     %5u      %7s     |\n%s\n", index, gi.id, ci_info.name,
+                   ci_info.id, ci.id, place, rule);
+        }
+    }
 }
 
 /* the compute instances of every GPU instance, as the MIG user guide prints `nvidia-smi mig -lci` */
 static void lci(nvmlDevice_t *d, unsigned int *index, int n)
 {
     const char *rule = "+--------------------------------------------------------------------+";
-    unsigned int order[NVML_GPU_INSTANCE_PROFILE_COUNT];
-    int k, p, np;
     printf("%s\n| Compute instances:                                                 |\n", rule);
     printf("| GPU     GPU       Name             Profile   Instance   Placement  |\n");
     printf("|       Instance                       ID        ID       Start:Size |\n");
     printf("|         ID                                                         |\n");
     printf("|====================================================================|\n");
-    for (k = 0; k < n; k++)
-        for (p = 0, np = profiles(d[k], order); p < np; p++) {
-            nvmlGpuInstanceProfileInfo_v2_t info = { .version = nvmlGpuInstanceProfileInfo_v2 };
-            nvmlGpuInstance_t gis[16];
-            unsigned int count = 16, j, cp;
-            if (nvmlDeviceGetGpuInstanceProfileInfoV(d[k], order[p], &info) != NVML_SUCCESS
-                || nvmlDeviceGetGpuInstances(d[k], info.id, gis, &count) != NVML_SUCCESS)
-                continue;
-            for (j = 0; j < count; j++) {
-                nvmlGpuInstanceInfo_t gi;
-                nvmlGpuInstanceGetInfo(gis[j], &gi);
-                for (cp = 0; cp < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; cp++) {
-                    nvmlComputeInstanceProfileInfo_v2_t ci_info = { .version = nvmlComputeInstanceProfileInfo_v2 };
-                    nvmlComputeInstance_t cis[8];
-                    unsigned int ncis = 8, c;
-                    if (nvmlGpuInstanceGetComputeInstanceProfileInfoV(gis[j], cp, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
-                                                                      &ci_info) != NVML_SUCCESS
-                        || nvmlGpuInstanceGetComputeInstances(gis[j], cp, cis, &ncis) != NVML_SUCCESS)
-                        continue;
-                    for (c = 0; c < ncis; c++) {
-                        nvmlComputeInstanceInfo_t ci;
-                        char place[16];
-                        nvmlComputeInstanceGetInfo_v2(cis[c], &ci);
-                        snprintf(place, sizeof place, "%u:%u", ci.placement.start, ci.placement.size);
-                        printf("| %3u   %5u       %-16s %5u     %5u      %7s     |\n%s\n", index[k], gi.id, ci_info.name,
-                               ci_info.id, ci.id, place, rule);
-                    }
-                }
-            }
-        }
+    each_gpu_instance(d, index, n, lci_rows, rule);
 }
 
 int smi_mig(unsigned int count, const char *ids, const char *what)

@@ -190,6 +190,11 @@ def test_the_state_is_seen_by_another_process(node):
     rc, out = node.smi("mig", "-lgi")
     assert rc == 0 and re.findall(r"^\|   0  MIG 2g\.10gb         14        (\d)          (\d:2)     \|$", out, re.M) \
         == [("4", "2:2"), ("5", "4:2")], out
+    # their compute instances, as the MIG user guide prints -lci (what gpu_view.sh reads for the
+    # capability files NVIDIA's DRA driver needs): each GPU instance's one full-size instance
+    rc, out = node.smi("mig", "-lci")
+    assert rc == 0 and re.findall(r"^\|   0 +(\d) +MIG 2g\.10gb +(\d+) +(\d) +(\d:\d) +\|$", out, re.M) \
+        == [("4", "1", "0", "0:2"), ("5", "1", "0", "0:2")], out
 
 
 def test_the_state_file_keeps_one_header_however_often_it_is_written(node):
