@@ -15,6 +15,10 @@ description:
     0.2 s of each task on the lab's 2-core machine. This callback imports them once in the
     controller process when the run starts; every worker is a fork of it and finds them
     imported.
+  - It also gives every action the in-worker run (the action's C(install)). Ansible's own modules
+    (command, stat, copy, file, slurp, the modules template runs) and collections' modules
+    (kubernetes.core.k8s) run in the worker on the local host as the lab's modules do, instead of
+    a new Python per module - the same conditions, the same result (tests/unit/plugins/test_in_worker.py).
   - It prints nothing and changes no result. Modules that run the normal way (AnsiballZ - over
     SSH, with become) are not affected. C(GPU_INCIDENT_LAB_IN_WORKER=0) turns it off with the
     in-worker action.
@@ -75,4 +79,7 @@ class CallbackModule(CallbackBase):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         worker = in_worker()
-        self.preloaded = preload(worker) if worker is not None and worker.decision()[0] else []
+        on = worker is not None and worker.decision()[0]
+        self.preloaded = preload(worker) if on else []
+        # every action's modules (Ansible's own, collections') in the worker, not only the lab's
+        self.every_module_in_worker = worker.install() or worker.ActionBase._execute_module is worker.execute_module if on else False

@@ -4,8 +4,10 @@ and give the same results as the normal AnsiballZ path: changes, diffs, check mo
 The proof that the fast path is taken: with an interpreter that does not exist, the normal path
 cannot start the module at all, the in-worker path never needs one.
 """
+import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from lab_testing import ROOT  # tests/lab_testing.py
@@ -55,10 +57,56 @@ TASKS = """
       containerd_merge:
         path: "{root}/cfg/config.toml"
       register: merge
+    # Ansible's own modules, in the worker too (the lab_preload callback installs it for every action)
+    - name: a command
+      ansible.builtin.command:
+        argv: [sh, -c, "echo out; echo err >&2; exit 3"]
+      register: command
+      ignore_errors: true
+    - name: a shell pipe
+      ansible.builtin.shell: "printf 'a\\nb\\n' | wc -l"
+      register: shell
+      changed_when: false
+    - name: copy, then the same copy, then a change in check mode with a diff
+      ansible.builtin.copy:
+        dest: "{root}/out/copied.txt"
+        content: "{{{{ item }}}}\n"
+      check_mode: "{{{{ ansible_loop.index == 3 }}}}"
+      diff: true
+      loop: [first, first, second]
+      loop_control: {{extended: true}}
+      register: copied
+    - name: a template (its stat, copy and file modules)
+      ansible.builtin.template:
+        src: "{root}/in.j2"
+        dest: "{root}/out/templated.txt"
+        mode: "0640"
+      register: templated
+    - name: a line in a file (lineinfile writes through the module's own temporary folder)
+      ansible.builtin.lineinfile:
+        path: "{root}/out/copied.txt"
+        line: "added"
+      register: lined
+    - name: stat and slurp
+      ansible.builtin.stat:
+        path: "{root}/out/templated.txt"
+      register: stat
+    - name: slurp
+      ansible.builtin.slurp:
+        src: "{root}/out/copied.txt"
+      register: slurped
+    - name: a folder made and removed
+      ansible.builtin.file:
+        path: "{root}/out/gone/deeper"
+        state: "{{{{ item }}}}"
+      loop: [directory, absent]
+      register: folder
     - name: keep the results
       ansible.builtin.copy:
         dest: "{root}/results.json"
-        content: "{{{{ dict(created=created, same=same, checked=checked, refused=refused, unknown=unknown, merge=merge) | to_json }}}}"
+        content: "{{{{ dict(created=created, same=same, checked=checked, refused=refused, unknown=unknown, merge=merge,
+                           command=command, shell=shell, copied=copied, templated=templated, lined=lined,
+                           stat=stat, slurped=slurped, folder=folder) | to_json }}}}"
       delegate_to: localhost
       vars:
         ansible_python_interpreter: "{python}"
@@ -72,21 +120,33 @@ def run(tmp_path, name, in_worker, interpreter):
         dest = root / "cfg" / src.relative_to(CORPUS)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(src.read_text().replace("@DIR@", str(root / "cfg")))
+    (root / "in.j2").write_text("made from {{ inventory_hostname }}\n")
+    (root / "module-tmp").mkdir()
     book = root / "play.yml"
     book.write_text(TASKS.format(root=root, python=sys.executable, interpreter=interpreter))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_REMOTE_TMP=str(root / "module-tmp"),
                GPU_INCIDENT_LAB_IN_WORKER="1" if in_worker else "0")
     proc = subprocess.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", str(book)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     return proc, root
 
 
+# what differs between any two runs: clocks, the file's inode, the action's temporary names (in invocation)
+VOLATILE = {"start", "end", "delta", "inode", "atime", "mtime", "ctime", "version", "invocation"}
+
+
 def comparable(results):
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        return [strip(v) for v in value] if isinstance(value, list) else value
     out = {}
     for key, result in results.items():
         result = {k: v for k, v in result.items()
                   if k not in ("invocation", "ansible_facts", "exception", "_ansible_no_log")}
-        out[key] = json.loads(json.dumps(result).replace("/in-worker/", "/ROOT/").replace("/normal/", "/ROOT/"))
+        text = json.dumps(strip(result)).replace("/in-worker/", "/ROOT/").replace("/normal/", "/ROOT/")
+        out[key] = json.loads(re.sub(r"ansible-tmp-[0-9.]+-[0-9]+-[0-9]+", "ansible-tmp-X", text))
     return out
 
 
@@ -115,6 +175,22 @@ def test_in_worker_runs_without_an_interpreter_and_agrees_with_ansiballz(both):
     assert r["unknown"]["failed"] and "nope" in r["unknown"]["msg"]
     assert r["merge"]["main_runtimes"] == ["runc"] and r["merge"]["dropin_runtimes"] == ["nvidia"]
     assert r["merge"]["conflict"] is True
+    # Ansible's own modules ran in the worker too (no interpreter), with the normal path's results
+    assert r["command"]["rc"] == 3 and r["command"]["failed"] and r["command"]["stdout"] == "out"
+    assert r["command"]["stderr"] == "err" and r["shell"]["stdout"] == "2"
+    assert [c["changed"] for c in r["copied"]["results"]] == [True, False, True]
+    assert r["copied"]["results"][2]["diff"][0]["after"].rstrip() == "second"
+    assert r["templated"]["changed"] and (fast_root / "out/templated.txt").read_text() == "made from localhost\n"
+    assert oct((fast_root / "out/templated.txt").stat().st_mode & 0o777) == "0o640"
+    assert r["lined"]["changed"] and (fast_root / "out/copied.txt").read_text().split() == ["first", "added"]
+    assert r["stat"]["stat"]["exists"] and r["stat"]["stat"]["mode"] == "0640"
+    assert base64.b64decode(r["slurped"]["content"]).decode() == (fast_root / "out/copied.txt").read_text()
+    assert [f["state"] for f in r["folder"]["results"]] == ["directory", "absent"]
+    assert (fast_root / "out/gone").is_dir() and not (fast_root / "out/gone/deeper").exists()
+    # what a module leaves for its exit (AnsibleModule.tmpdir's removal) ran when it ended, in the
+    # worker as in its own process: no module's temporary folder is left on either path
+    for root in (fast_root, slow_root):
+        assert not list((root / "module-tmp").glob("ansible-moduletmp-*")), root
 
 
 def test_the_normal_path_really_needs_the_interpreter(tmp_path):
