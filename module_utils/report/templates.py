@@ -68,6 +68,7 @@ td.fallback { background: var(--unknown-bg); }
 .fallback-mark { border: 1px solid var(--unknown); color: var(--unknown); border-radius: 4px; padding: 0 4px; font-size: 11px; }
 .regressed { background: var(--broken); color: #fff; border-radius: 4px; padding: 0 4px; font-size: 11px; }
 .facts td:first-child { white-space: nowrap; }
+h3 { font-size: 14px; margin: 12px 0 4px; }
 table.steps td:nth-child(-n+3), table.class td:first-child, table.class th { white-space: nowrap; }
 .limits { color: var(--unknown); }
 .live { float: right; font-size: 12px; padding: 2px 8px; border-radius: 10px; border: 1px solid var(--line); }
@@ -251,6 +252,74 @@ BOARD_BODY = r"""
   {% if nodes.more == 'more' %}more{% else %}{{ nodes.more }} more{% endif %} not shown (kubectl get nodes lists them all).</p>{% endif %}
 {%- endif %}
 </section>
+{%- if dra.nodes or dra.problem %}
+<section id="dra">
+<h2>GPUs by ResourceClaim (DRA)</h2>
+{%- if dra.problem %}<p class="problem" data-problem="dra">{{ dra.problem }}</p>{% endif %}
+{%- if dra.note %}<p class="muted">{{ dra.note }}</p>{% endif %}
+{%- for n in dra.nodes %}
+<div class="dra-node" data-dra-node="{{ n.name }}" data-devices="{{ n.devices | length }}" data-claims="{{ n.claims | length }}">
+<h3>{{ n.name }}</h3>
+<p class="muted">DRA kubelet plugin: {{ n.plugin }}</p>
+{%- if n.empty %}
+<p class="problem" data-no-slices="{{ n.name }}">{{ n.empty }}</p>
+{%- else %}
+<table class="dra-devices">
+  <tr><th>Device (ResourceSlice)</th><th>Type</th><th>Product / MIG profile</th><th>UUID</th><th>Memory</th><th>Driver</th><th>Claim</th></tr>
+  {%- for d in n.devices %}
+  <tr data-device="{{ d.name }}" data-type="{{ d.type }}" data-uuid="{{ d.uuid }}" data-claims="{{ d.claims | join(' ') }}">
+    <td class="mono">{{ d.name }}</td><td>{{ d.type }}</td><td>{{ d.model }}</td>
+    <td class="mono">{{ d.uuid }}{% if d.parent %}<div class="cell-reason">on {{ d.parent }}</div>{% endif %}</td>
+    <td>{{ d.memory }}</td><td class="mono">{{ d.driver }}</td>
+    <td class="mono">{{ d.claims | join(', ') if d.claims else '-' }}</td>
+  </tr>
+  {%- endfor %}
+</table>
+{%- endif %}
+{%- if n.claims %}
+<table class="dra-claims">
+  <tr><th>ResourceClaim allocated on {{ n.name }}</th><th>Device(s)</th><th>Reserved for (Pods)</th></tr>
+  {%- for c in n.claims %}
+  <tr data-claim="{{ c.ref }}" data-devices="{{ c.devices | map(attribute='device') | join(' ') }}" data-pods="{{ c.pods | join(' ') }}">
+    <td class="mono">{{ c.ref }}</td>
+    <td class="mono">{% for d in c.devices %}<div>{{ d.device }}{% if d.uuid %} ({{ d.uuid }}){% endif %}
+      {%- if not d.published %} <span class="regressed">not published now</span>{% endif %}</div>{% endfor %}</td>
+    <td class="mono">{{ c.pods | join(', ') if c.pods else 'no Pod yet' }}</td>
+  </tr>
+  {%- endfor %}
+</table>
+{%- else %}
+<p class="muted" data-claims-none="{{ n.name }}">No ResourceClaim is allocated on {{ n.name }}.</p>
+{%- endif %}
+</div>
+{%- endfor %}
+</section>
+{%- endif %}
+{%- if toolkit.rows or toolkit.problem %}
+<section id="toolkit">
+<h2>NVIDIA's toolkit installer</h2>
+{%- if toolkit.problem %}<p class="problem" data-problem="toolkit">{{ toolkit.problem }}</p>{% endif %}
+{%- if toolkit.rows %}
+<p class="muted">The GPU Operator's toolkit DaemonSet Pods (<code>{{ toolkit.selector }}</code>): they write containerd's
+  config and restart it by their restart mode.</p>
+<table class="toolkit">
+  <tr><th>Node</th><th>Pod</th><th>Phase</th><th>Ready</th><th>Restart mode</th><th>Version</th></tr>
+  {%- for t in toolkit.rows %}
+  <tr data-toolkit-node="{{ t.node }}" data-pod="{{ t.pod }}" data-phase="{{ t.phase }}" data-ready="{{ t.ready }}"
+      data-mode="{{ t.mode }}" data-version="{{ t.version }}">
+    <td>{{ t.node or 'not scheduled' }}</td><td class="mono">{{ t.pod }}</td>
+    <td class="{{ 'PASS' if t.phase == 'Running' else 'FAIL' }}">{{ t.phase }}{% if t.restarts %} ({{ t.restarts }} restarts){% endif %}</td>
+    <td class="{{ 'PASS' if t.ready == 'True' else 'FAIL' }}">{{ t.ready }}</td>
+    <td title="{{ t.meaning }}"><span class="mono">{{ t.mode }}</span>{% if not t.mode_set %} (RUNTIME_RESTART_MODE unset: the installer's default){% endif %}
+      {%- if t.meaning %}<div class="cell-reason">{{ t.meaning }}</div>{% endif %}</td>
+    <td class="mono" title="{{ t.image }}">{{ t.version }}
+      {%- if t.tag and t.tag != t.version %}<div class="cell-reason">image tag {{ t.tag }}</div>{% endif %}</td>
+  </tr>
+  {%- endfor %}
+</table>
+{%- endif %}
+</section>
+{%- endif %}
 <section id="steps">
 <h2>Steps</h2>
 <p class="muted">{% if grade.graded_at %}Last grade run {{ grade.graded_at }} ({{ grade.path }})

@@ -9,7 +9,9 @@ by module_utils/report/render.py (as gpu_diagnose's page is), the nodes read wit
 What it reads, each time a page asks (at most once a second, whatever the number of pages):
 the lab's state folder - grade-report.json (playbooks/grade.yml), drill.json (playbooks/drill.yml),
 diagnosis.json (playbooks/diagnose.yml), node-facts.json - the cluster's nodes (one GET
-/api/v1/nodes with the lab's kubeconfig), and with a classroom the class-report.xml that
+/api/v1/nodes with the lab's kubeconfig), then the GPUs beyond node status (board_gpus.py: the
+ResourceSlices, the DRA kubelet plugin's and NVIDIA's toolkit installer's Pods by label, the
+ResourceClaims when a node does DRA - a GET each), and with a classroom the class-report.xml that
 playbooks/classroom-grade.yml writes. It writes nothing anywhere.
 
 What it serves: ``/`` (the page), ``/state`` (the page's changing part as JSON: the script
@@ -28,6 +30,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from xml.etree import ElementTree
 
+import board_gpus   # roles/lab_board/files/board_gpus.py: DRA devices and claims, the toolkit installer
+
+from ansible.module_utils.lab.refusals import LabError
 from ansible.module_utils.report.render import (
     ReportError, board_body, board_page, board_script, picture_model)
 
@@ -201,7 +206,7 @@ class Board(object):
     def nodes(self):
         s = self.settings
         facts = self.facts()
-        out = {"rows": [], "problem": None, "more": None, "facts_name": os.path.basename(s.facts_file)}
+        out = {"rows": [], "problem": None, "more": None, "facts_name": os.path.basename(s.facts_file), "labels": {}}
         if not s.kubeconfig:
             out["problem"] = "no kubeconfig given: the cluster's nodes are not shown"
             return out
@@ -227,6 +232,7 @@ class Board(object):
             fake = (meta.get("annotations") or {}).get(KWOK_ANNOTATION) == "fake"
             taints = (node.get("spec") or {}).get("taints") or []
             mine = facts.get(meta["name"]) if isinstance(facts.get(meta["name"]), dict) else None
+            out["labels"][meta["name"]] = meta.get("labels") or {}
             out["rows"].append({
                 "name": meta["name"], "kind": "kwok" if fake else "real", "ready": ready,
                 "capacity": (status.get("capacity") or {}).get(s.resource, "-"),
@@ -235,6 +241,23 @@ class Board(object):
                                     for t in taints) or "-",
                 "facts": self._facts_text(mine), "sentinel": sentinel_of(status)})
         return out
+
+    def gpus(self, nodes):
+        """The GPUs beyond node status (board_gpus.py): the DRA nodes' devices and claims, NVIDIA's
+        toolkit installer Pods. Read only when the nodes were: a cluster that does not answer is
+        said once, by the nodes."""
+        empty = {"dra": {"nodes": [], "note": None, "problem": None},
+                 "toolkit": {"rows": [], "problem": None, "selector": board_gpus.TOOLKIT_SELECTOR}}
+        if nodes["problem"] or self.kube() is None:
+            return empty
+        try:
+            return board_gpus.read(self.kube(), nodes["labels"])
+        # any failure is shown on the page, and the board goes on
+        except Exception as exc:  # pylint: disable=broad-except
+            self._kube = None
+            empty["dra"]["problem"] = "the GPUs by ResourceClaim and the toolkit installer were not read: %s" % (
+                exc if isinstance(exc, LabError) else "the API server answered with objects the board cannot read")
+            return empty
 
     @staticmethod
     def _facts_text(mine):
@@ -319,9 +342,11 @@ class Board(object):
 
     # ------------------------------------------------------------------ render
     def context(self):
+        nodes = self.nodes()
+        gpus = self.gpus(nodes)
         return {"grade": self.grade(), "drill": self.drill(), "diagnosis": self.diagnosis(),
-                "nodes": self.nodes(), "classroom": self.classroom_view(),
-                "resource": self.settings.resource}
+                "nodes": nodes, "dra": gpus["dra"], "toolkit": gpus["toolkit"],
+                "classroom": self.classroom_view(), "resource": self.settings.resource}
 
     def state(self, max_age=1.0):
         """{version, html, read_at}: the page's changing part, read at most once per max_age."""
