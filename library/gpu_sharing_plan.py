@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Ansible module: time-slicing, MPS and MIG side by side for one card model and one node."""
+"""Ansible module: time-slicing, MPS and MIG side by side for one card model and one node - the
+device plugin's view and DRA's."""
 
 from __future__ import annotations
 
@@ -51,6 +52,21 @@ description:
     (C(NVIDIA-H100-80GB-HBM3)), any case. An unknown name is refused listing the known ones,
     unless both listings are given (then the card is planned from them). H20 is not in the
     table (no listing found); give its listings.
+  - Beside each plan, C(dra) - the same card and choice under NVIDIA's DRA driver for GPUs
+    (sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1, the lab's lab-node-2) - what its ResourceSlice
+    lists (one device of type C(gpu) per whole GPU, C(gpu-<minor>); one of type C(mig) per MIG
+    device, C(gpu-<minor>-mig-<profile without dots>-<profile ID>-<start>) such as
+    C(gpu-0-mig-1g5gb-19-0), no whole GPU in MIG mode; their
+    attributes and capacities), the claim that gets them (DeviceClass C(gpu.nvidia.com) or
+    C(mig.nvidia.com), selectors, the opaque C(GpuConfig)), how Pods share (time-slicing and MPS
+    do not multiply devices - Pods share by referencing one ResourceClaim), and each difference
+    from the device plugin in one line. Every rule names the driver's source file and line
+    (C(sources)); docs/sharing.md lists them.
+  - Time-slicing and MPS are the claim's C(GpuConfig) in DRA, behind the driver's alpha feature
+    gates C(TimeSlicingSettings) and C(MPSSupport) - both off by default in v0.4.1 and on the
+    lab's lab-node-2. With a gate off the claim carries no config (its Pods would never start;
+    the plan says the driver's words in C(refusal)) and its Pods share the GPU time-sliced.
+    O(dra_feature_gates) plans a driver deployed with other gates.
 version_added: "1.0.0"
 author: gpu-incident-lab contributors (@gpu-incident-lab)
 extends_documentation_fragment: [lab_files.mode, lab_attributes]
@@ -96,8 +112,23 @@ options:
     type: str
     choices: [single, mixed]
     default: mixed
+  dra_feature_gates:
+    description:
+      - The DRA driver's feature gates, as its chart's C(featureGates) sets them, over v0.4.1's
+        defaults (C(TimeSlicingSettings) and C(MPSSupport) false) - e.g. C(TimeSlicingSettings)
+        set to C(true). An unknown gate, a value that is not true or false, a
+        combination the kubelet plugin refuses to start with, or C(DynamicMIG) (not modelled)
+        fails the module naming the gate and the fix.
+    type: dict
+  dra_timeslice_interval:
+    description: The time-slice interval of DRA's C(TimeSlicing) config (the driver's names).
+    type: str
+    choices: [Default, Short, Medium, Long]
+    default: Default
   dest:
-    description: Write the Markdown table here (kept with a backup when it changes).
+    description:
+      - Write the Markdown table here (kept with a backup when it changes). DRA's side is
+        returned as RV(dra_table), not written.
     type: path
 seealso:
   - module: timeslicing_slots
@@ -125,6 +156,18 @@ EXAMPLES = r"""
     mig_profile_listing: "{{ lookup('file', 'nodes/gpu-1/mig-lgip.txt') }}"
     mig_placement_listing: "{{ lookup('file', 'nodes/gpu-1/mig-lgipp.txt') }}"
 
+- name: The device plugin's view and DRA's for one card, DRA's time-slicing gate on
+  gpu_sharing_plan:
+    gpu_model: A100-SXM4-40GB
+    gpus: 4
+    timeslicing_replicas: 4
+    mig_devices: {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
+    dra_feature_gates: {"TimeSlicingSettings": true}
+    dra_timeslice_interval: Long
+  register: plan
+  # plan.plans[0].dra.device_count == 4 (gpu-0 .. gpu-3); plan.plans[1].dra.device_count == 16
+  # plan.plans[0].dra.claim: a ResourceClaim of gpu.nvidia.com with GpuConfig TimeSlicing Long
+
 - name: A mixed MIG layout on H100, advertised under mig-strategy single - refused
   gpu_sharing_plan:
     gpu_model: H100-SXM5-80GB
@@ -144,7 +187,15 @@ plans:
     memory_total_mib and mps_memory_limit_scope for MPS; mig_devices, mig_strategy,
     placement, guaranteed_memory_gib_by_resource, memory_source_by_resource,
     engines_per_gpu and engines_used_per_gpu for MIG (listing_gpus and listing_note when
-    planned from a listing; card_note for a card resolved from another name).
+    planned from a listing; card_note for a card resolved from another name); and dra, DRA's
+    side of the same plan - driver, feature_gates, device_count, devices_per_gpu,
+    device_types, devices (name, attributes, capacity as the ResourceSlice carries them),
+    attributes_from_the_node, capacity_source, device_class, claim (the manifest),
+    claims, claim_note, pod_spec, pods_per_claim_max, pods_for_the_same_spread,
+    how_pods_share, isolation, differences (one line each), sources (file and line);
+    sharing_config, sharing_config_prepared and refusal (when the gate is off) for
+    time-slicing/MPS; devices_by_profile, claims_by_profile, names_note and capacity_unknown
+    for MIG.
   returned: success
   type: list
   elements: dict
@@ -154,6 +205,12 @@ table:
   type: str
 gpu_model:
   description: The card model as the table knows it.
+  returned: success
+  type: str
+dra_table:
+  description: >-
+    The device plugin's view and DRA's side by side as a Markdown table, then every
+    difference, one line each.
   returned: success
   type: str
 """
@@ -176,6 +233,9 @@ def main():
             mig_profile_listing=dict(type="str"),
             mig_placement_listing=dict(type="str"),
             memory_total_mib=dict(type="int"),
+            dra_feature_gates=dict(type="dict"),
+            dra_timeslice_interval=dict(type="str", choices=["Default", "Short", "Medium", "Long"],
+                                        default="Default"),
             dest=dict(type="path"),
             mode=dict(type="str", default="0644"),
         ),

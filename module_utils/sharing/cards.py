@@ -279,6 +279,20 @@ def resolve_card(model):
                     % (model, _known()))
 
 
+def product_name(model):
+    """NVML's product name (what `nvidia-smi --query-gpu=name` prints, and the DRA driver's
+    productName attribute) of a card the table knows by any of its names - a variant's own
+    name for a variant -, or None for a card not in the table."""
+    try:
+        name, spec, note = resolve_card(model)
+    except PlanError:
+        return None
+    if note:
+        wanted = _norm(model)
+        return next(alias for alias in VARIANTS if _norm(alias) == wanted)
+    return spec["names"][0]
+
+
 def card(model):
     """The card entry for a model name (any form resolve_card takes)."""
     name, spec, _note = resolve_card(model)

@@ -3,7 +3,8 @@
 """The side-by-side sharing plan (time-slicing, MPS, MIG) for one card model: what each
 strategy advertises, what a Pod that takes all memory does, what a change costs; its table.
 
-The cards are cards.py, MIG layouts mig_layout.py, the device plugin's view device_plugin.py.
+The cards are cards.py, MIG layouts mig_layout.py, the device plugin's view device_plugin.py;
+DRA's side of each plan (NVIDIA's DRA driver for GPUs, v0.4.1) dra_view.py.
 
 MPS: the device plugin v0.20.0 pins each client's memory to NVML's total bytes / replicas
 (cmd/mps-control-daemon/mps/daemon.go perDevicePinnedDeviceMemoryLimits, sent as
@@ -15,6 +16,7 @@ the table's ``nvml_total_mib``, else the nominal size (said so in memory_source)
 from ansible.module_utils.lab.files import parse_mode, write_text
 from ansible.module_utils.sharing import device_plugin as ts
 from ansible.module_utils.sharing.cards import CARDS, PlanError, card_for
+from ansible.module_utils.sharing.dra_view import check_gates, check_interval, dra_table, dra_view
 from ansible.module_utils.sharing.mig_layout import check_gpus, layout_text, mig_plan
 from ansible.module_utils.sharing.plugin_config import PLUGIN_VERSION
 
@@ -77,13 +79,18 @@ def _memory_total(name, spec, memory_total_mib):
 
 def sharing_plan(model, gpus, timeslicing_replicas=None, mps_replicas=None, mig_devices=None,
                  mig_strategy="mixed", mig_profile_listing=None, mig_placement_listing=None,
-                 memory_total_mib=None):
-    """One plan per strategy asked, from the device plugin model; and the Markdown table."""
+                 memory_total_mib=None, dra_feature_gates=None, dra_timeslice_interval="Default"):
+    """One plan per strategy asked, from the device plugin model; and the Markdown table. Each
+    plan carries DRA's side for the same card and choice under ``dra`` (dra_view.py: NVIDIA's
+    DRA driver with ``dra_feature_gates`` over its defaults, time-slicing at
+    ``dra_timeslice_interval``)."""
     name, spec, note = card_for(model, mig_profile_listing, mig_placement_listing)
     check_gpus(gpus)
     if timeslicing_replicas is None and mps_replicas is None and mig_devices is None:
         raise PlanError("ask for at least one plan: timeslicing_replicas, mps_replicas or "
                         "mig_devices")
+    gates = check_gates(dra_feature_gates)
+    interval = check_interval(dra_timeslice_interval)
     if memory_total_mib is not None and (isinstance(memory_total_mib, bool) or
                                          not isinstance(memory_total_mib, int) or
                                          memory_total_mib < 1):
@@ -139,6 +146,7 @@ def sharing_plan(model, gpus, timeslicing_replicas=None, mps_replicas=None, mig_
         plan["change_cost_source"] = CHANGE_COST_SOURCE[plan["strategy"]]
         if note and "card_note" not in plan:
             plan["card_note"] = note
+        plan["dra"] = dra_view(plan, model, spec, gpus, total_mib, total_source, gates, interval)
     return plans, table(name, gpus, plans, spec)
 
 
@@ -177,8 +185,9 @@ def table(name, gpus, plans, spec=None):
 
 def plan_report(module):
     """gpu_sharing_plan: the plans of module.params and their Markdown table, written to dest
-    (a backup kept when it changes). The module's result. Raises PlanError or LabFileError -
-    nothing is written before either."""
+    (a backup kept when it changes), and DRA's side of them as a table of its own (dra_table,
+    returned, not written). The module's result. Raises PlanError or LabFileError - nothing is
+    written before either."""
     p = module.params
     if p["dest"]:
         parse_mode(p["mode"])
@@ -186,8 +195,11 @@ def plan_report(module):
                                    p["mps_replicas"], p["mig_devices"], p["mig_strategy"],
                                    mig_profile_listing=p["mig_profile_listing"],
                                    mig_placement_listing=p["mig_placement_listing"],
-                                   memory_total_mib=p["memory_total_mib"])
-    result = dict(changed=False, gpu_model=plans[0]["gpu_model"], plans=plans, table=markdown)
+                                   memory_total_mib=p["memory_total_mib"],
+                                   dra_feature_gates=p.get("dra_feature_gates"),
+                                   dra_timeslice_interval=p.get("dra_timeslice_interval") or "Default")
+    result = dict(changed=False, gpu_model=plans[0]["gpu_model"], plans=plans, table=markdown,
+                  dra_table=dra_table(plans[0]["gpu_model"], p["gpus"], plans))
     if p["dest"]:
         result.update(write_text(module, p["dest"], markdown, mode=p["mode"], backup=True,
                                  raise_errors=True))

@@ -8,6 +8,7 @@ import gpu_sharing_plan
 from ansible.module_utils.sharing import cards
 from ansible.module_utils.sharing import mig_layout
 from ansible.module_utils.sharing import plans as gs
+from ansible.module_utils.sharing.dra_view import dra_table
 
 LAYOUTS = yaml.safe_load(
     (TESTS / "sharing_corpus" / "mig_layouts.yaml").read_text())
@@ -325,3 +326,73 @@ def test_listings_that_do_not_belong_together_are_refused():
         mig_layout.mig_plan("NVIDIA A30", 1, {"1g.6gb": 1},
                     profile_listing=listing("a30-535.183.01.lgip.txt"),
                     placement_listing=listing("a30-535.183.01.lgip.txt"))
+
+
+def test_plan_module_puts_dra_beside_the_device_plugin(module_runner, tmp_path):
+    """Issue 48 item 7: each plan carries DRA's side (plans[].dra) and dra_table says both; the
+    device plugin's plans, table and dest file are what they were, and check mode writes nothing."""
+    dest = tmp_path / "plan.md"
+    args = {"gpu_model": "A100-SXM4-40GB", "gpus": 4, "timeslicing_replicas": 4,
+            "mig_devices": {"1g.5gb": 7}, "dest": str(dest)}
+    out = module_runner(gpu_sharing_plan.main, args, check_mode=True)
+    assert not out["failed"], out
+    assert not dest.exists() and out["plans"][0]["dra"]["device_count"] == 4
+    out = module_runner(gpu_sharing_plan.main, args)
+    ts_plan, mig_plan = out["plans"]
+    assert ts_plan["advertised_resources"] == {"nvidia.com/gpu": 16} and ts_plan["slots"] == 16
+    assert dest.read_text() == out["table"] and "DRA" not in out["table"]
+    assert ts_plan["dra"]["device_count"] == 4 and ts_plan["dra"]["device_class"] == "gpu.nvidia.com"
+    assert mig_plan["dra"]["device_count"] == 28 and mig_plan["dra"]["device_class"] == "mig.nvidia.com"
+    rows = [line for line in out["dra_table"].splitlines()
+            if line.startswith("| ") and not line.startswith("| strategy")]
+    assert rows[0].startswith("| time-slicing x4 | nvidia.com/gpu: 16 | 4 gpu, 1 per GPU | ResourceClaim ")
+    assert rows[1].startswith("| MIG (mixed) | nvidia.com/mig-1g.5gb: 28 | 28 mig (1g.5gb x28) | "
+                              "ResourceClaimTemplate of mig.nvidia.com |")
+    for plan in out["plans"]:
+        assert plan["dra"]["differences"]
+        for line in plan["dra"]["differences"]:
+            assert "- %s: %s\n" % (plan["strategy"], line) in out["dra_table"]
+    again = module_runner(gpu_sharing_plan.main, dict(args, dra_feature_gates={"TimeSlicingSettings": True},
+                                                      dra_timeslice_interval="Short"))
+    assert again["changed"] is False                 # the same table: dest unchanged
+    config = again["plans"][0]["dra"]["claim"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
+    assert config["sharing"] == {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short"}}
+
+
+def test_plan_module_refuses_bad_dra_input(module_runner, tmp_path):
+    dest = tmp_path / "plan.md"
+    for args, words in (({"dra_feature_gates": {"TimeSlicing": True}}, "'TimeSlicing' is not a feature gate"),
+                        ({"dra_feature_gates": {"MPSSupport": "yes"}}, "dra_feature_gates[MPSSupport] must be true or false"),
+                        ({"dra_feature_gates": {"DynamicMIG": True}}, "Fix: leave DynamicMIG at its default"),
+                        ({"dra_timeslice_interval": "Fast"}, "dra_timeslice_interval")):
+        base = {"gpu_model": "A100-SXM4-40GB", "gpus": 1, "timeslicing_replicas": 2, "dest": str(dest)}
+        base.update(args)
+        out = module_runner(gpu_sharing_plan.main, base)
+        assert out["failed"] and words in out["msg"], (args, out["msg"])
+        assert not dest.exists()
+
+
+def test_docs_dra_table_is_what_the_module_says():
+    """docs/sharing.md's DRA table (its rows) is the module's own dra_table."""
+    page = (ROOT / "docs/sharing.md").read_text()
+    section = page.split("## The device plugin and DRA side by side", 1)[1].split("\n#", 1)[0]
+    shown = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| strategy")]
+    plans, _table = gs.sharing_plan("A100-SXM4-40GB", 4, timeslicing_replicas=4, mig_devices={"1g.5gb": 7})
+    rows = [line for line in dra_table("A100-SXM4-40GB", 4, plans).splitlines()
+            if line.startswith("| ") and not line.startswith("| strategy")]
+    assert shown == rows
+
+
+def test_plan_report_of_a_caller_that_knows_no_dra_option(tmp_path):
+    """plan_report takes a module whose params predate the DRA options (callers outside this
+    repository build them): the plans as before, DRA's side at the driver's defaults."""
+    class Module:
+        check_mode = False
+        params = {"gpu_model": "A100-SXM4-40GB", "gpus": 4, "timeslicing_replicas": 5, "mps_replicas": 4,
+                  "mig_devices": {"1g.5gb": 7}, "mig_strategy": "mixed", "mig_profile_listing": None,
+                  "mig_placement_listing": None, "memory_total_mib": None, "dest": None, "mode": "0644"}
+    result = gs.plan_report(Module())
+    assert [p["advertised_resources"] for p in result["plans"]] == [
+        {"nvidia.com/gpu": 20}, {"nvidia.com/gpu": 16}, {"nvidia.com/mig-1g.5gb": 28}]
+    assert result["plans"][0]["dra"]["feature_gates"] == {"TimeSlicingSettings": False, "MPSSupport": False}
+    assert result["table"] == gs.sharing_plan("A100-SXM4-40GB", 4, 5, 4, {"1g.5gb": 7})[1]
