@@ -14,7 +14,10 @@ description:
     the node files of a support bundle, named as in the bundle's C(nodes/<node>/) folder -
     C(nvidia-smi.txt), C(nvidia-smi-query.csv), C(crictl-info.json), C(containerd-config-dump.toml),
     C(containerd.log), C(kubelet.log), C(device-plugins.txt), C(dmesg.txt), C(fabric-manager.txt),
-    C(mig-lgip.txt), C(mig-lgipp.txt). M(gpu_bundle_collect) on the controller writes them.
+    C(mig-lgip.txt), C(mig-lgipp.txt), and two small summaries made on the node - C(cdi-specs.json)
+    (the CDI specs of O(cdi_spec_dirs)) and C(container-devices.json) (each running container's Pod,
+    its C(/dev/nvidia*) device nodes and the CDI devices its CRI config kept, from C(crictl ps) and
+    C(crictl inspect)). M(gpu_bundle_collect) on the controller writes them.
   - What it returns is already redacted, on the node - the built-in rules and O(redact), as
     M(gpu_bundle_collect) applies them - so no secret of the node's files (registry credentials in
     C(crictl info) and C(config dump), tokens in the logs) travels to the controller;
@@ -89,6 +92,26 @@ options:
     description: The kubelet's device-plugin folder.
     type: str
     default: /var/lib/kubelet/device-plugins
+  cdi_spec_dirs:
+    description:
+      - The CDI spec folders whose C(*.json) and C(*.yaml) specs are read into the compact summary
+        C(cdi-specs.json) (per spec - its file, C(cdiVersion), C(kind), its device names and the device
+        nodes each adds; at most 64 specs of 1 MiB, 64 devices each) - NVIDIA's DRA driver writes one per
+        prepared ResourceClaim, C(/var/run/cdi/k8s.gpu.nvidia.com-claim_<claim uid>.yaml).
+      - Empty - the folders the running containerd names (C(crictl info) C(.config.cdiSpecDirs)), else
+        CDI's own C(/etc/cdi) and C(/var/run/cdi).
+    type: list
+    elements: str
+    default: []
+    version_added: "1.7.0"
+  host_root:
+    description:
+      - Where the node's C(/) is seen from where this runs; the CDI spec folders are read under it
+        (a container with the host mounted at C(/host); a node in a mount namespace of its own -
+        C(/proc/<pid>/root) of one of its processes). The commands are not affected.
+    type: str
+    default: /
+    version_added: "1.7.0"
   systemctl:
     description: The systemctl command (C(systemctl status) of O(fabric_manager_unit)).
     type: str

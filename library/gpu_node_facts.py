@@ -2,7 +2,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ansible module: what a GPU node itself shows - driver, GPUs, running and configured
-containerd runtimes, CDI, kernel Xid lines, Fabric Manager, the plugin socket."""
+containerd runtimes, CDI and its specs, kernel Xid lines, Fabric Manager, the plugin socket, the
+containers' GPU devices."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ description:
     (C(fabric_manager), from C(systemctl status)), the plugin's C(nvidia-<resource>.sock) names
     (C(device_plugin_sockets)), containerd's error lines (C(containerd_errors)), and the raw
     C(nvidia-smi mig -lgip)/C(-lgipp) text on MIG nodes.
+  - The CDI specs in the spec folders (C(cdi_specs) - per spec its file, C(cdiVersion), C(kind), its
+    devices and the device nodes each adds; O(cdi_spec_dirs), read under O(host_root)) and, of each
+    running container (C(crictl ps), C(crictl inspect)), its Pod, its C(/dev/nvidia*) device nodes and
+    the CDI devices its CRI config kept (C(container_devices)) - what a ResourceClaim's container got.
   - A tool that is not installed is not a failure - its keys are left out, and the diagnosis
     says C(unknown)/C(skipped). A tool that runs and fails is reported with its output
     (C(driver_ok=false) with C(driver_error); C(cri_error)).
@@ -98,6 +103,26 @@ options:
     description: The kubelet's device-plugin folder.
     type: path
     default: /var/lib/kubelet/device-plugins
+  cdi_spec_dirs:
+    description:
+      - The CDI spec folders whose C(*.json) and C(*.yaml) specs are read into the compact summary
+        C(cdi-specs.json) (per spec - its file, C(cdiVersion), C(kind), its device names and the device
+        nodes each adds; at most 64 specs of 1 MiB, 64 devices each) - NVIDIA's DRA driver writes one per
+        prepared ResourceClaim, C(/var/run/cdi/k8s.gpu.nvidia.com-claim_<claim uid>.yaml).
+      - Empty - the folders the running containerd names (C(crictl info) C(.config.cdiSpecDirs)), else
+        CDI's own C(/etc/cdi) and C(/var/run/cdi).
+    type: list
+    elements: str
+    default: []
+    version_added: "1.7.0"
+  host_root:
+    description:
+      - Where the node's C(/) is seen from where this runs; the CDI spec folders are read under it
+        (a container with the host mounted at C(/host); a node in a mount namespace of its own -
+        C(/proc/<pid>/root) of one of its processes). The commands are not affected.
+    type: str
+    default: /
+    version_added: "1.7.0"
   resource:
     description:
       - Resource names whose C(nvidia-<resource>.sock) counts (C(gpu), C(mig-1g.10gb), or with
@@ -138,7 +163,8 @@ node_facts:
       driver_error, nvidia_smi, gpus, runtimes_running (and its old name runtimes_loaded),
       runtimes_configured, restart_pending, default_runtime, default_runtime_configured,
       cdi_enabled, cdi_spec_dirs, cri_error, containerd_errors, kernel_xid, fabric_manager,
-      device_plugin_sockets, device_plugin_socket, mig_lgip, mig_lgipp, runtime_binaries.
+      device_plugin_sockets, device_plugin_socket, mig_lgip, mig_lgipp, runtime_binaries, cdi_specs,
+      container_devices.
   returned: success
   type: dict
 artefacts:

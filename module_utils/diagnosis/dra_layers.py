@@ -10,7 +10,11 @@ and these rules judge three layers in place of the device plugin's:
 
 - container-runtime (:func:`cdi`): the kubelet hands a prepared claim's devices to containerd as
   CDI device ids; containerd applies them only with CDI (``enableCDI`` in ``crictl info``, 1.7 and
-  2.x). containerd 1.6 has no CDI: the container starts without its GPU and nothing fails.
+  2.x). containerd 1.6 has no CDI: the container starts without its GPU and nothing fails. Its
+  evidence: each claim's allocation (device and request), the claim's CDI spec on the node and the
+  device nodes it would add (node facts ``cdi_specs``), what ``crictl info`` says of CDI, and the
+  ``/dev/nvidia*`` nodes the Pod's containers have (``container_devices``: ``crictl inspect``) -
+  or, without those, the Pod's own words about its GPU (its log).
 - device-plugin, here the DRA kubelet plugin (:func:`kubelet_plugin`): its Pod on the node
   (NVIDIA's chart labels it ``app.kubernetes.io/name=dra-driver-nvidia-gpu``), Running and Ready,
   and its own words (``plugin_registered:true``, the prepare errors).
@@ -20,6 +24,9 @@ and these rules judge three layers in place of the device plugin's:
 Scheduling keeps its rule (the scheduler's DRA words, "cannot allocate all claims", are in the
 Pod's PodScheduled message) with the claims' allocation added as evidence (:func:`claims_evidence`).
 """
+
+import os
+import re
 
 from ansible.module_utils.diagnosis.verdict import ev, verdict
 from ansible.module_utils.kube.client import condition
@@ -34,6 +41,9 @@ REGISTERED = "plugin_registered:true"
 PREPARE_FAILED = "FailedPrepareDynamicResources"
 # the scheduler's words when no published device satisfies a claim (its DynamicResources plugin)
 CANNOT_ALLOCATE = "cannot allocate all claims"
+# a Pod's log lines about its GPU: what it says when it has none ("nvidia-smi: not found",
+# "ls: /dev/nvidia*: No such file or directory") or which it has (tests/diagnosis_corpus/dra-lab-node-2)
+GPU_WORDS = re.compile(r"/dev/nvidia|nvidia-smi|NVIDIA-SMI|No devices were found|CUDA-capable", re.I)
 
 
 def claim_names(pod):
@@ -60,11 +70,13 @@ class Dra(object):
     """What the walk read for a claim-based Pod on one node: claims [(name, object or None, why the
     source cannot hold it or None)],
     slices (the node's ResourceSlices; None with slices_why), plugin_pods (the DRA kubelet
-    plugin's Pods on the node; None with plugin_why), logs {pod name: its log}."""
+    plugin's Pods on the node; None with plugin_why), logs {pod name: its log}, pod_words (the
+    Pod's own log lines about its GPU, GPU_WORDS; [] when none or not read)."""
 
-    def __init__(self, claims, slices, slices_why, plugin_pods, plugin_why, logs):
+    def __init__(self, claims, slices, slices_why, plugin_pods, plugin_why, logs, pod_words=None):
         self.claims, self.slices, self.slices_why = claims, slices, slices_why
         self.plugin_pods, self.plugin_why, self.logs = plugin_pods, plugin_why, logs
+        self.pod_words = pod_words or []
 
     def allocated(self):
         """[(claim, driver, pool, device)] of the claims' allocations."""
@@ -90,9 +102,99 @@ def claims_evidence(seen):
             out.append(ev(ref, "not readable: %s" % why if why else "not found"))
             continue
         results = (((obj.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-        out.append(ev(ref + " .status.allocation", ", ".join("%s/%s/%s" % (r.get("driver"), r.get("pool"), r.get("device"))
-                                                             for r in results) or "not allocated"))
+        out.append(ev(ref + " .status.allocation", ", ".join("%s/%s/%s (request %s)" % (
+            r.get("driver"), r.get("pool"), r.get("device"), r.get("request") or "?") for r in results) or "not allocated"))
     return out
+
+
+def _paths(listed):
+    """A list of names or paths of the node facts, as strings ([] for anything else)."""
+    return [str(p) for p in listed] if isinstance(listed, list) else []
+
+
+def _claim_specs(seen):
+    """(evidence, the device nodes the claims' CDI specs add) from the node facts' cdi_specs: the
+    spec of each claim - NVIDIA's DRA driver writes <dir>/k8s.gpu.nvidia.com-claim_<claim uid>.yaml,
+    its devices named <claim uid>-<device> (node/cdi.py); ([], None) when the specs were not read."""
+    specs = (seen.facts or {}).get("cdi_specs")
+    if not isinstance(specs, dict):
+        return [], None
+    fref = seen.where.facts(seen.name)
+    out, nodes = [], []
+    for name, obj, _why in seen.dra.claims:
+        uid = ((obj or {}).get("metadata") or {}).get("uid")
+        if not uid:
+            continue
+        mine = [s for s in specs.get("specs") or [] if isinstance(s, dict) and (
+            uid in os.path.basename(str(s.get("file") or ""))
+            or any(str(d.get("name") or "").startswith(uid) for d in s.get("devices") or [] if isinstance(d, dict)))]
+        if not mine:
+            read = ", ".join("%s (%s)" % (d.get("dir"), d.get("state")) for d in specs.get("dirs") or []
+                             if isinstance(d, dict)) or "no folder"
+            out.append(ev("%s cdi_specs" % fref, "no CDI spec of claim %s (uid %s) in %s: the DRA kubelet plugin "
+                          "writes it when the kubelet prepares the claim (NVIDIA's: /var/run/cdi/"
+                          "k8s.gpu.nvidia.com-claim_%s.yaml)" % (name, uid, read, uid)))
+        for spec in mine:
+            if spec.get("error"):
+                out.append(ev("%s cdi_specs %s" % (fref, spec.get("file")), "not read: %s" % spec["error"]))
+                continue
+            listed = [d for d in spec.get("devices") or [] if isinstance(d, dict)]
+            devices = [d for d in listed if str(d.get("name") or "").startswith(uid)] or listed
+            adds = ["device %s adds %s" % (d.get("name"), ", ".join(_paths(d.get("device_nodes"))) or "no device node")
+                    for d in devices]
+            common = _paths(spec.get("device_nodes"))
+            out.append(ev("%s cdi_specs %s" % (fref, spec.get("file")), "claim %s: kind %s, cdiVersion %s: %s%s" % (
+                name, spec.get("kind"), spec.get("cdiVersion"), "; ".join(adds) or "no device",
+                "; with it the spec adds %s" % ", ".join(common) if common else "")))
+            for node in [n for d in devices for n in _paths(d.get("device_nodes"))] + common:
+                if node not in nodes:
+                    nodes.append(node)
+    return out, nodes
+
+
+def _container_devices(seen, wanted):
+    """(evidence, findings) of the Pod's containers' /dev/nvidia* nodes (node facts
+    container_devices, crictl inspect) against `wanted` (what the claims' CDI specs add, or None);
+    without them, the Pod's own words about its GPU."""
+    listed = (seen.facts or {}).get("container_devices")
+    ns, pod = seen.pod["metadata"].get("namespace"), seen.pod["metadata"]["name"]
+    fref = seen.where.facts(seen.name)
+    out, findings = [], []
+    mine = [c for c in listed or [] if isinstance(c, dict) and c.get("pod") == "%s/%s" % (ns, pod)]
+    for c in mine:
+        has = _paths(c.get("devices"))
+        source = "%s container_devices [%s] (crictl inspect %s: .info.runtimeSpec.linux.devices)" % (
+            fref, c.get("container"), c.get("id"))
+        value = ", ".join(has) or "no /dev/nvidia* device"
+        if wanted:
+            value += " - the claim's CDI spec adds %s" % ", ".join(wanted)
+        out.append(ev(source, value))
+        if "cdi_devices" in c:
+            out.append(ev("%s container_devices [%s] (crictl inspect %s: .info.config.CDI_devices)" % (
+                fref, c.get("container"), c.get("id")), ", ".join(_paths(c["cdi_devices"])) or "none"))
+        missing = [n for n in wanted or [] if n not in has]
+        if missing:
+            findings.append(ev("finding", "container %s of %s/%s has %s of the device nodes its claim's CDI spec "
+                               "adds (%s not there)" % (c.get("container"), ns, pod,
+                                                        "none" if len(missing) == len(wanted) else "not all",
+                                                        ", ".join(missing))))
+    if listed is not None and not mine:
+        out.append(ev("%s container_devices" % fref, "no running container of %s/%s (crictl ps)" % (ns, pod)))
+    if listed is None:
+        out += [ev("%s (the Pod's own words)" % seen.where.log(ns, pod), line) for line in seen.dra.pod_words[-3:]]
+    return out, findings
+
+
+def _crictl_cdi(seen, absent):
+    """What crictl info says of CDI, as evidence."""
+    facts = seen.facts or {}
+    dirs = facts.get("cdi_spec_dirs")
+    if absent:
+        said = "no enableCDI and no cdiSpecDirs: the running containerd knows no CDI (1.6)"
+    else:
+        said = "enableCDI %s%s" % ({True: "true", False: "false"}.get(facts.get("cdi_enabled"), "?"),
+                                   ", cdiSpecDirs %s" % ", ".join(dirs) if dirs else "")
+    return ev("%s cdi_enabled (crictl info .config)" % seen.where.facts(seen.name), said)
 
 
 def cdi(seen, daemon, evidence):
@@ -101,14 +203,20 @@ def cdi(seen, daemon, evidence):
     facts = seen.facts or {}
     allocated = seen.dra.allocated()
     evidence += claims_evidence(seen)
+    # crictl info of containerd 1.7 and 2.x names its CDI spec folders even with CDI off;
+    # 1.6's has neither enableCDI nor cdiSpecDirs (node/artefacts.py reads that as CDI off)
+    absent = bool(facts.get("cdi_absent") or "cdi_spec_dirs" not in facts)
+    specs, wanted = _claim_specs(seen)
+    devices, findings = _container_devices(seen, wanted)
+    if daemon.cdi is not None:
+        evidence.append(_crictl_cdi(seen, daemon.cdi is False and absent))
+    evidence += specs + devices
     if daemon.cdi:
-        return verdict("container-runtime", "ok", evidence,
+        return verdict("container-runtime", "ok", evidence + [ev("note", f["value"]) for f in findings],
                        "CDI is on in the running containerd: the devices the kubelet prepares for the "
                        "Pod's claims reach its containers; go on to the DRA kubelet plugin")
     if daemon.cdi is False or facts.get("cdi_absent"):
-        # crictl info of containerd 1.7 and 2.x names its CDI spec folders even with CDI off;
-        # 1.6's has neither enableCDI nor cdiSpecDirs (node/artefacts.py reads that as CDI off)
-        absent = facts.get("cdi_absent") or "cdi_spec_dirs" not in facts
+        evidence += findings
         what = ("the running containerd knows no CDI (crictl info has no enableCDI and no cdiSpecDirs: "
                 "containerd 1.6)" if absent else "the running containerd has CDI off (enableCDI false)")
         state = "allocated (%s)" % ", ".join(d for _c, _dr, _p, d in allocated) if allocated else "not allocated yet"

@@ -285,12 +285,14 @@ def _toolkit_evidence(seen, daemon):
 
 
 # node-problem-detector's sentinel (issue 39, role runtime_sentinel): its Node conditions
-SENTINEL_CONDITIONS = ("RuntimeRestartPending", "RuntimeBreaksOnRestart")
+# (RuntimeIgnoresCDI, issue 48: a DRA GPU driver's CDI specs or plugin on a node whose containerd applies no CDI)
+SENTINEL_CONDITIONS = ("RuntimeRestartPending", "RuntimeBreaksOnRestart", "RuntimeIgnoresCDI")
 
 
 def _sentinel_evidence(seen):
     """The sentinel's conditions on the Node object (live, or a bundle's nodes), as evidence;
-    RuntimeBreaksOnRestart=True also as a finding - the next restart of containerd breaks the node."""
+    RuntimeBreaksOnRestart=True also as a finding - the next restart of containerd breaks the node -
+    and RuntimeIgnoresCDI=True - containerd drops the CDI devices the kubelet hands it."""
     out = []
     conditions = {c.get("type"): c for c in ((seen.node or {}).get("status") or {}).get("conditions") or []
                   if isinstance(c, dict)}
@@ -303,6 +305,9 @@ def _sentinel_evidence(seen):
         if kind == "RuntimeBreaksOnRestart" and cond.get("status") == "True":
             out.append(ev("finding", "the sentinel says the next restart of containerd on %s serves no CRI "
                                      "(%s): reboot it only after the fix" % (seen.name, cond.get("message"))))
+        if kind == "RuntimeIgnoresCDI" and cond.get("status") == "True":
+            out.append(ev("finding", "the sentinel says containerd on %s drops the CDI devices the kubelet hands "
+                                     "it (%s)" % (seen.name, cond.get("message"))))
     return out
 
 

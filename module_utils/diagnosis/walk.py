@@ -107,6 +107,7 @@ class Diagnosis(object):
         self._plugin_pods = None
         self._daemonsets = None
         self.last_errors = {}
+        self.pod_logs = {}    # {(namespace, name): the log _pod_texts read} - a claim-based Pod's own words
 
     # ----------------------------------------------------------------- reads
     def nodes(self):
@@ -179,6 +180,7 @@ class Diagnosis(object):
                 if line:
                     said.append(ev("%s [container %s]" % (self.where.log(ns, name), container), line))
             self.last_errors[(ns, name)] = said
+        self.pod_logs[(ns, name)] = log
         return pod_findings(pod, role, self.where, events, log)
 
     def texts(self, node, pod, plugin_pods, facts):
@@ -284,7 +286,9 @@ class Diagnosis(object):
                 logs[p["metadata"]["name"]] = self.src.pod_log(p["metadata"].get("namespace"), p["metadata"]["name"])
             except Unreadable:
                 pass
-        return dra_layers.Dra(claims, slices, slices_why, plugin_pods, plugin_why, logs)
+        own = self.pod_logs.get((ns, pod["metadata"]["name"])) or ""
+        words = [line.strip() for line in own.splitlines() if dra_layers.GPU_WORDS.search(line)]
+        return dra_layers.Dra(claims, slices, slices_why, plugin_pods, plugin_why, logs, pod_words=words)
 
     # ----------------------------------------------------------------- walk
     def walk_node(self, node, pod=None):

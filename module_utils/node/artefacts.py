@@ -6,8 +6,8 @@ The live node side (gpu_node_facts) and a support bundle (``nodes/<node>/<file>`
 same raw texts to :func:`facts_from_artefacts`, so both give the same dict (the node-facts
 contract: driver_ok, driver_version, driver_error, gpus, runtimes_running, runtimes_configured,
 restart_pending, default_runtime, cdi_enabled, cdi_spec_dirs, cri_error, containerd_errors,
-kernel_xid, fabric_manager, device_plugin_sockets, mig_lgip, mig_lgipp). A key is present only
-when its artefact was there and could be read.
+kernel_xid, fabric_manager, device_plugin_sockets, mig_lgip, mig_lgipp, cdi_specs,
+container_devices). A key is present only when its artefact was there and could be read.
 
 The shapes are the real components' own:
 - ``crictl info``: the CRI plugin's Status(verbose) info. ``.config`` is the running CRI config
@@ -23,6 +23,9 @@ The shapes are the real components' own:
   the bus.``).
 - ``systemctl status nvidia-fabricmanager`` / ``is-active`` / ``show -p LoadState,ActiveState``.
 - ``ls -1 /var/lib/kubelet/device-plugins``: the plugin's socket is ``nvidia-<resource>.sock``.
+- ``cdi-specs.json`` and ``container-devices.json``: not a tool's output but the collector's own
+  summaries, made on the node (node/cdi.py) - the CDI specs in the spec folders, and the
+  ``/dev/nvidia*`` nodes and CDI devices of each running container (``crictl ps``, ``crictl inspect``).
 """
 
 import json
@@ -40,9 +43,11 @@ CRI_PLUGINS = ("io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime")
 # The node's file names - the one list: every file the collector (node/collect.py) can give, in the
 # order it collects them; a support bundle's nodes/<node>/ folder (bundle/layout.py) holds them.
 KUBELET_LOG = "kubelet.log"
+CDI_SPECS = "cdi-specs.json"
+CONTAINER_DEVICES = "container-devices.json"
 NODE_FILES = ("nvidia-smi.txt", "nvidia-smi-query.csv", "mig-lgip.txt", "mig-lgipp.txt",
-              "crictl-info.json", "containerd-config-dump.toml", "containerd.log", KUBELET_LOG,
-              "device-plugins.txt", "dmesg.txt", "fabric-manager.txt")
+              "crictl-info.json", "containerd-config-dump.toml", CDI_SPECS, CONTAINER_DEVICES,
+              "containerd.log", KUBELET_LOG, "device-plugins.txt", "dmesg.txt", "fabric-manager.txt")
 # The ones node facts are read from (issue 21, item 3): all but the kubelet's log, which only the
 # diagnosis's text rules read.
 ARTEFACTS = tuple(name for name in NODE_FILES if name != KUBELET_LOG)
@@ -120,6 +125,9 @@ def parse_crictl_info(text, name="crictl info"):
             out["default_runtime"] = containerd["defaultRuntimeName"]
         if "enableCDI" in config:
             out["cdi_enabled"] = bool(config["enableCDI"])
+        elif isinstance(config.get("cdiSpecDirs"), list):
+            # containerd 2.4: CDI has no switch any more (always on); crictl info names its folders only
+            out["cdi_enabled"] = True
         elif "runtimes_running" in out:
             # the running CRI config has no enableCDI: a daemon without CDI (containerd 1.6)
             out["cdi_absent"] = True
@@ -327,6 +335,40 @@ def containerd_errors(text, limit=20):
             if _LEVEL.search(line) or _PLUGIN_FAILED.search(line)][-limit:]
 
 
+# ------------------------------------------------------- CDI specs, the containers' devices
+def _summary(text, name, key):
+    """The collector's JSON summary `name` (node/cdi.py), checked to hold the `key` list."""
+    try:
+        doc = json.loads(text or "")
+    except ValueError as exc:
+        raise ArtefactError("%s: not JSON at line %s (%s); it is the summary gpu_node_facts and "
+                            "gpu_bundle_node write on the node - collect the node again" % (
+                                name, getattr(exc, "lineno", "?"), getattr(exc, "msg", exc)))
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        raise ArtefactError("%s: no %s list - not the summary gpu_node_facts and gpu_bundle_node "
+                            "write; collect the node again" % (name, key))
+    return doc
+
+
+def parse_cdi_specs(text, name=CDI_SPECS):
+    """The fact cdi_specs: {dirs: [{dir, state, specs}], specs: [{file, cdiVersion, kind,
+    device_nodes, devices: [{name, device_nodes}]} or {file, error}], specs_left_out, root}."""
+    doc = _summary(text, name, "specs")
+    out = {k: doc[k] for k in ("specs_left_out", "root") if k in doc}
+    out["dirs"] = [d for d in doc.get("dirs") or [] if isinstance(d, dict)] if isinstance(doc.get("dirs"), list) else []
+    out["specs"] = [s for s in doc["specs"] if isinstance(s, dict)]
+    for spec in out["specs"]:
+        spec["devices"] = [d for d in spec.get("devices") or [] if isinstance(d, dict)] \
+            if isinstance(spec.get("devices"), list) else []
+    return out
+
+
+def parse_container_devices(text, name=CONTAINER_DEVICES):
+    """The fact container_devices: [{id, pod, container, devices (its /dev/nvidia* nodes),
+    cdi_devices (the CDI devices its CRI config kept, when it has the field)}]."""
+    return [c for c in _summary(text, name, "containers")["containers"] if isinstance(c, dict)]
+
+
 # --------------------------------------------------------------------------- the facts
 def node_texts(files, index=None):
     """(texts {name: str}, smi_rc) of one node's artefacts, as facts_from_artefacts takes them.
@@ -359,7 +401,8 @@ def facts_from_artefacts(files, smi_rc=None, resources=None):
     `files`: {"nvidia-smi.txt": text, "nvidia-smi-query.csv": text, "crictl-info.json": text,
     "containerd-config-dump.toml": text, "device-plugins.txt": text, "dmesg.txt": text,
     "fabric-manager.txt": text, "mig-lgip.txt": text, "mig-lgipp.txt": text,
-    "containerd.log": text}; an absent name is an artefact not collected.
+    "containerd.log": text, "cdi-specs.json": text, "container-devices.json": text}; an absent name
+    is an artefact not collected.
     `smi_rc`: the query's exit status when known (live); a bundle judges by the text."""
     facts = {}
     query = files.get("nvidia-smi-query.csv")
@@ -441,6 +484,10 @@ def facts_from_artefacts(files, smi_rc=None, resources=None):
     for key, fname in (("mig_lgip", "mig-lgip.txt"), ("mig_lgipp", "mig-lgipp.txt")):
         if files.get(fname) is not None and files[fname].strip():
             facts[key] = files[fname]
+    if files.get(CDI_SPECS) is not None:
+        facts["cdi_specs"] = parse_cdi_specs(files[CDI_SPECS])
+    if files.get(CONTAINER_DEVICES) is not None:
+        facts["container_devices"] = parse_container_devices(files[CONTAINER_DEVICES])
     return facts
 
 

@@ -10,8 +10,11 @@ so what gpu_node_facts reports is what gpu_diagnose reads from a bundle of that 
 It runs nvidia-smi (found by nvidia_smi.locate: PATH, or ``chroot <driver_root>``) - its table,
 its GPU query and, when the table answered, its MIG listings -, ``crictl info``, ``containerd
 config dump``, containerd's (and the kubelet's) log, the kernel log, Fabric Manager's unit
-status, the device-plugin folder. Each file has an index entry: ``collected``, ``missing`` (the
-tool or file is not there), ``failed`` (it ran and failed: its exit code and output kept) or
+status, the device-plugin folder, the CDI specs (the spec folders ``cdi_spec_dirs`` names, else
+those ``crictl info`` names, else CDI's own; read under ``host_root``) and the GPU device nodes of
+the running containers (``crictl ps``, ``crictl inspect``) - these two as small summaries made
+here (node/cdi.py), never the raw files. Each file has an index entry: ``collected``, ``missing``
+(the tool or file is not there), ``failed`` (it ran and failed: its exit code and output kept) or
 ``skipped`` (not asked, or what it needs failed). Ansible-free; it writes nothing.
 
 The option names (:data:`NODE_OPTIONS`) are the same in both modules; ``crictl_endpoint`` is
@@ -19,11 +22,14 @@ the old name of ``runtime_endpoint`` (gpu_bundle_node before 1.4.0).
 """
 
 import glob
+import json
 import os
 
+from ansible.module_utils.node import cdi as node_cdi
 from ansible.module_utils.node import commands as node_commands
 from ansible.module_utils.node import nvidia_smi
-from ansible.module_utils.node.artefacts import NODE_FILES
+from ansible.module_utils.node.artefacts import (
+    CDI_SPECS, CONTAINER_DEVICES, NODE_FILES, ArtefactError, parse_crictl_info)
 
 
 COLLECTION = "gpu_incident.lab"
@@ -46,6 +52,8 @@ NODE_OPTIONS = dict(
     fabric_manager=dict(type="str", default="always", choices=["auto", "always", "never"]),
     fabric_manager_unit=dict(type="str", default="nvidia-fabricmanager"),
     socket_dir=dict(type="str", default="/var/lib/kubelet/device-plugins"),
+    cdi_spec_dirs=dict(type="list", elements="str", default=[]),
+    host_root=dict(type="str", default="/"),
     max_bytes=dict(type="int", default=8 * 1024 * 1024),
     timeout=dict(type="int", default=60),
 )
@@ -285,6 +293,89 @@ def _fabric_manager(c):
         c.record(name, argv, got, ok_rcs=(0, 3, 4) if nvswitch else (0, 3))
 
 
+def _spec_dirs(c):
+    """The CDI spec folders to read: the option's, else those the running containerd names
+    (crictl info .config.cdiSpecDirs), else CDI's own defaults."""
+    if c.o["cdi_spec_dirs"]:
+        return list(c.o["cdi_spec_dirs"]), "cdi_spec_dirs"
+    info = c.files.get("crictl-info.json")
+    if info:
+        try:
+            named = parse_crictl_info(info.decode("utf-8", "replace")).get("cdi_spec_dirs")
+        except ArtefactError:
+            named = None
+        if named:
+            return named, "crictl info .config.cdiSpecDirs"
+    return list(node_cdi.DEFAULT_SPEC_DIRS), "CDI's defaults"
+
+
+def _cdi_specs(c):
+    dirs, whence = _spec_dirs(c)
+    root = c.o["host_root"] or "/"
+    summary = node_cdi.read_specs(dirs, root)
+    shown = "read %s/*.json|*.yaml (%s)%s" % (
+        ", ".join(dirs), whence, " under %s" % root if root != "/" else "")
+    if all(d["state"] == "absent" for d in summary["dirs"]):
+        c.missing(CDI_SPECS, "no CDI spec folder here: %s (%s)%s" % (
+            ", ".join(dirs), whence, " under %s" % root if root != "/" else ""), shown)
+        return
+    c.files[CDI_SPECS] = (json.dumps(summary, indent=1, sort_keys=True) + "\n").encode()
+    c.index[CDI_SPECS] = {"status": "collected", "command": shown}
+    c.checks.append({"command": shown, "rc": 0, "output": ["%s: %s" % (d["dir"], d["state"]) for d in summary["dirs"]]})
+
+
+def _inspect(c, base, ids):
+    """The statuses of ``crictl inspect -o json IDS``, or None when it failed."""
+    rc, out, _err, _timed_out = c.run(base + ["inspect", "-o", "json"] + ids)
+    if rc != 0:
+        return None
+    try:
+        return node_cdi.inspected(out.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+
+
+def _container_devices(c):
+    """The GPU device nodes and CDI devices of the running containers: ``crictl ps -o json``, then
+    ``crictl inspect -o json`` of at most node_cdi.MAX_CONTAINERS ids, INSPECT_CHUNK a call (one
+    by one again when a call fails: a container may end between the two)."""
+    o, name = c.o, CONTAINER_DEVICES
+    crictl = c.tool("crictl")
+    if crictl is None:
+        c.index[name] = {"status": "missing", "reason": "%s not installed" % o["crictl"]}
+        return
+    base = [crictl] + (["--runtime-endpoint", o["runtime_endpoint"]] if o["runtime_endpoint"] else [])
+    argv = base + ["ps", "-o", "json"]
+    got = c.run(argv)
+    if got[0] != 0:
+        c.record(name, argv, got)
+        return
+    try:
+        ids = node_cdi.running_ids(got[1].decode("utf-8", "replace"))
+    except ValueError as exc:
+        # no output kept: crictl's JSON carries the containers' labels and annotations (never raw here)
+        c.index[name] = {"status": "failed", "command": " ".join(argv), "rc": 0,
+                         "reason": "crictl ps -o json gave no container list (%s)" % str(exc)[:120]}
+        return
+    docs, vanished = [], 0
+    wanted = ids[:node_cdi.MAX_CONTAINERS]
+    for start in range(0, len(wanted), node_cdi.INSPECT_CHUNK):
+        chunk = wanted[start:start + node_cdi.INSPECT_CHUNK]
+        found = _inspect(c, base, chunk)
+        if found is None and len(chunk) > 1:
+            found = []
+            for one in chunk:
+                alone = _inspect(c, base, [one])
+                vanished += alone is None
+                found += alone or []
+        elif found is None:
+            vanished += 1
+        docs += found or []
+    summary = node_cdi.containers_summary(docs, left_out=len(ids) - len(wanted), vanished=vanished)
+    c.files[name] = (json.dumps(summary, indent=1, sort_keys=True) + "\n").encode()
+    c.index[name] = {"status": "collected", "command": " ".join(base + ["ps", "-o", "json"]) + "; crictl inspect -o json ID..."}
+
+
 def collect(options, names=NODE_FILES):
     """This node's artefacts: {'files': {name: bytes}, 'index': {name: entry}, 'checks': [{command,
     rc, output}], 'nvidia_smi': nvidia-smi's argv as typed (``chroot DRIVER_ROOT nvidia-smi``)
@@ -296,6 +387,10 @@ def collect(options, names=NODE_FILES):
         typed = _nvidia_smi(c)
     if c.wanted("crictl-info.json", "containerd-config-dump.toml"):
         _containerd(c)
+    if c.wanted(CDI_SPECS):
+        _cdi_specs(c)
+    if c.wanted(CONTAINER_DEVICES):
+        _container_devices(c)
     _logs(c)
     if c.wanted("device-plugins.txt"):
         _sockets(c)

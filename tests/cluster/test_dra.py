@@ -241,6 +241,14 @@ def test_on_containerd_1_6_the_same_claim_is_allocated_and_the_container_has_no_
         assert result["first_broken"] == "container-runtime" and "knows no CDI" in runtime["next"]
         assert "the claim is allocated (gpu-" in runtime["next"]
         assert {l["layer"]: l["status"] for l in result["layers"]}["device-plugin"] == "ok"   # the DRA plugin
+        # ... citing the claim's CDI spec on the node (its own /var/run/cdi, read under its mount
+        # namespace's root) with the device nodes it would add, and the container's own devices: none
+        said = {e["source"]: e["value"] for e in runtime["evidence"]}
+        uid = lab.get("-n", "dra-lab", "get", "resourceclaim", lab.claim_of(pod))["metadata"]["uid"]
+        spec = [v for k, v in said.items() if k.endswith("cdi_specs /var/run/cdi/k8s.gpu.nvidia.com-claim_%s.yaml" % uid)]
+        assert spec and "kind k8s.gpu.nvidia.com/claim" in spec[0] and " adds /dev/nvidia" in spec[0], said
+        devices = [v for k, v in said.items() if "container_devices [ctr]" in k and "linux.devices" in k]
+        assert devices and devices[0].startswith("no /dev/nvidia* device - the claim's CDI spec adds /dev/nvidia"), said
     finally:
         lab.kubectl("delete", "namespace", "dra-lab", "--wait=true", timeout=120, check=False)
         play("playbooks/dra.yml", *lab.extra)

@@ -1,11 +1,14 @@
 #!/bin/sh
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # runtime-restart-check.sh - the sentinel's check (issue 39): what the running containerd has
-# loaded against what its next start will load. A node-problem-detector custom plugin: one line
-# on stdout, exit 0 = ok (condition False), 1 = problem (True), 2 = unknown (Unknown).
+# loaded against what its next start will load - and (issue 48) whether it applies the CDI devices
+# the node has specs for. A node-problem-detector custom plugin: one line on stdout, exit 0 = ok
+# (condition False), 1 = problem (True), 2 = unknown (Unknown).
 #
 #   runtime-restart-check.sh pending|breaks [--config FILE] [--containerd BIN] [--crictl BIN]
 #                                           [--endpoint URL] [--timeout SECONDS]
+#   runtime-restart-check.sh cdi [--crictl BIN] [--endpoint URL] [--timeout SECONDS]
+#                                [--cdi-spec-dir DIR]... [--plugins-registry DIR] [--dra-driver NAME]
 #
 #   pending  RuntimeRestartPending: the runtimes, the default runtime or CDI that `crictl info`
 #            reports of the running daemon differ from what `containerd config dump` (a new
@@ -14,12 +17,23 @@
 #   breaks   RuntimeBreaksOnRestart: the next start will not serve CRI - the files do not load,
 #            the CRI plugin is disabled, or default_runtime_name is not among the runtimes (1.6/1.7
 #            with a drop-in that replaces the CRI table whole: runc gone). Needs no daemon.
+#   cdi      RuntimeIgnoresCDI: the node has CDI specs of the DRA driver (*.json, *.yaml in the spec
+#            folders - default /etc/cdi and /var/run/cdi - naming kind k8s.<driver>/...: NVIDIA's
+#            DRA driver writes one per prepared claim) or the driver's kubelet plugin registered
+#            (plugins_registry/*<driver>*; driver default gpu.nvidia.com) while the running
+#            containerd applies no CDI - `crictl info` has enableCDI false, or neither enableCDI nor
+#            cdiSpecDirs (1.6: CDI came with 1.7; 2.4+ has no switch, cdiSpecDirs alone: always
+#            on) - or applies it but not from a folder holding those specs. Then a claim is
+#            allocated and its containers get no device. Other specs (nvidia.com/gpu, which
+#            NVIDIA's runtime in mode cdi applies itself) are only counted. The daemon is asked
+#            only when there is something to apply; unreachable is unknown.
 #
 # POSIX sh + awk: it runs in busybox (the lab's image), in upstream's node-problem-detector image
 # (bash) and on a host; it carries no TOML or JSON parser of its own - `config dump` prints the
 # merged config in one regular form, and crictl's go-template reads the daemon's JSON.
 # Environment defaults: RUNTIME_CHECK_CONFIG, RUNTIME_CHECK_CONTAINERD, RUNTIME_CHECK_CRICTL,
-# RUNTIME_CHECK_ENDPOINT, RUNTIME_CHECK_TIMEOUT.
+# RUNTIME_CHECK_ENDPOINT, RUNTIME_CHECK_TIMEOUT, RUNTIME_CHECK_CDI_SPEC_DIRS (space-separated),
+# RUNTIME_CHECK_PLUGINS_REGISTRY, RUNTIME_CHECK_DRA_DRIVER.
 set -u
 
 mode=${1:-}
@@ -29,6 +43,10 @@ containerd=${RUNTIME_CHECK_CONTAINERD:-containerd}
 crictl=${RUNTIME_CHECK_CRICTL:-crictl}
 endpoint=${RUNTIME_CHECK_ENDPOINT:-unix:///run/containerd/containerd.sock}
 timeout=${RUNTIME_CHECK_TIMEOUT:-4}
+cdi_dirs=${RUNTIME_CHECK_CDI_SPEC_DIRS:-/etc/cdi /var/run/cdi}
+registry=${RUNTIME_CHECK_PLUGINS_REGISTRY:-/var/lib/kubelet/plugins_registry}
+dra_driver=${RUNTIME_CHECK_DRA_DRIVER:-gpu.nvidia.com}
+given_dirs=""
 
 unknown() { echo "unknown: $*"; exit 2; }
 
@@ -39,19 +57,100 @@ while [ $# -gt 0 ]; do
     --crictl) crictl=${2:-}; shift 2 || unknown "--crictl needs a binary" ;;
     --endpoint) endpoint=${2:-}; shift 2 || unknown "--endpoint needs a URL" ;;
     --timeout) timeout=${2:-}; shift 2 || unknown "--timeout needs seconds" ;;
-    *) unknown "runtime-restart-check.sh: unknown argument '$1' (pending|breaks [--config F] [--containerd BIN] [--crictl BIN] [--endpoint URL] [--timeout S])" ;;
+    --cdi-spec-dir) [ -n "${2:-}" ] || unknown "--cdi-spec-dir needs a folder"; given_dirs="$given_dirs $2"; shift 2 ;;
+    --plugins-registry) registry=${2:-}; shift 2 || unknown "--plugins-registry needs a folder" ;;
+    --dra-driver) dra_driver=${2:-}; shift 2 || unknown "--dra-driver needs a driver name" ;;
+    *) unknown "runtime-restart-check.sh: unknown argument '$1' (pending|breaks|cdi [--config F] [--containerd BIN] [--crictl BIN] [--endpoint URL] [--timeout S] [--cdi-spec-dir DIR]... [--plugins-registry DIR] [--dra-driver NAME])" ;;
   esac
 done
 case "$mode" in
-  pending|breaks) ;;
-  *) unknown "runtime-restart-check.sh: say pending or breaks, not '$mode'" ;;
+  pending|breaks|cdi) ;;
+  *) unknown "runtime-restart-check.sh: say pending or breaks (or cdi), not '$mode'" ;;
 esac
+[ -z "$given_dirs" ] || cdi_dirs=${given_dirs# }
 
 tmp=$(mktemp -d 2>/dev/null || { d=/tmp/runtime-check.$$; mkdir -m 700 "$d" && echo "$d"; }) \
   || unknown "no writable temporary folder (TMPDIR or /tmp)"
 trap 'rm -rf "$tmp"' EXIT
 
 value() { sed -n "s/^$1=//p" "$tmp/next" | head -1; }
+
+# ---- cdi: the node's claims by CDI (specs of the DRA driver, its registered plugin) against the
+# running daemon's CDI. A spec of the driver names its kind k8s.<driver>/... (NVIDIA's:
+# k8s.gpu.nvidia.com/claim, one per prepared claim); other specs (nvidia.com/gpu) are applied by
+# NVIDIA's runtime in mode cdi itself, without containerd's CDI, and only counted.
+cdi_check() {
+  claims_said=""; claim_dirs=""; others=0
+  for dir in $cdi_dirs; do
+    n=0; first=""
+    for f in "$dir"/*.json "$dir"/*.yaml; do
+      [ -f "$f" ] || continue
+      if grep -qF "k8s.$dra_driver/" "$f" 2>/dev/null; then
+        n=$((n + 1)); [ -n "$first" ] || first=${f##*/}
+      else
+        others=$((others + 1))
+      fi
+    done
+    [ "$n" -gt 0 ] || continue
+    claim_dirs="$claim_dirs $dir"
+    if [ "$n" -gt 1 ]; then more=", ..."; plural=s; else more=""; plural=""; fi
+    claims_said="$claims_said${claims_said:+, }$dir holds $n CDI spec$plural of $dra_driver ($first$more)"
+  done
+  plugin=""
+  for f in "$registry"/*"$dra_driver"*; do
+    if [ -e "$f" ]; then plugin=$f; break; fi
+  done
+  if [ -z "$claim_dirs" ] && [ -z "$plugin" ]; then
+    echo "no CDI spec of $dra_driver in $(echo "$cdi_dirs" | sed 's/ /, /g') and no DRA kubelet plugin $dra_driver registered in $registry: no claim's devices for containerd's CDI to apply ($others other CDI spec(s): NVIDIA's runtime applies those itself)"
+    return 0
+  fi
+  needs=$claims_said
+  [ -z "$plugin" ] || needs="$needs${needs:+; }the DRA kubelet plugin $dra_driver is registered ($plugin)"
+  command -v "$crictl" >/dev/null 2>&1 || unknown "crictl binary $crictl not found (--crictl)"
+  # shellcheck disable=SC2016 # a Go template, not shell
+  template='{{with .config}}{{index . "enableCDI"}}|{{index . "cdiSpecDirs"}}{{end}}'
+  if ! "$crictl" --runtime-endpoint "$endpoint" --timeout "${timeout}s" info -o go-template \
+       --template "$template" >"$tmp/info" 2>"$tmp/info.err"; then
+    unknown "containerd unreachable at $endpoint: $(grep -v '^[[:space:]]*$' "$tmp/info.err" | tail -1 | cut -c1-200)"
+  fi
+  info=$(head -1 "$tmp/info")
+  case "$info" in
+    *"|"*) ;;
+    *) unknown "crictl info at $endpoint gave no CRI config (is this containerd's CRI?): $(echo "$info" | cut -c1-120)" ;;
+  esac
+  enabled=${info%%|*}
+  known=$(echo "${info#*|}" | tr -d '[]')
+  [ "$known" != "<no value>" ] || known=""
+  version=$("$crictl" --runtime-endpoint "$endpoint" --timeout "${timeout}s" version 2>/dev/null |
+    awk '$1 == "RuntimeVersion:" { print $2; exit }')
+  daemon="containerd ${version:-of unknown version}"
+  case "$enabled" in
+    true) how="enableCDI true" ;;
+    false)
+      echo "$daemon has CDI off (crictl info: enableCDI false) but $needs: it drops the CDI devices the kubelet hands it - claims are allocated, their containers get no device. Set enable_cdi = true in its CRI plugin config and restart containerd"
+      return 1 ;;
+    *)
+      if [ -z "$known" ]; then
+        echo "$daemon knows no CDI (crictl info: no enableCDI, no cdiSpecDirs; CDI came with containerd 1.7) but $needs: it drops the CDI devices the kubelet hands it - claims are allocated, their containers get no device. Run containerd 1.7+ with enable_cdi = true (2.x: on by default)"
+        return 1
+      fi
+      how="always on: cdiSpecDirs without enableCDI" ;;
+  esac
+  for dir in $claim_dirs; do
+    case " $known " in
+      *" $dir "*|*" ${dir%/} "*) ;;
+      *)
+        echo "$daemon applies CDI ($how) from $known only, but $needs: the claims' devices are unresolvable there. Add $dir to the CRI plugin's cdi_spec_dirs and restart containerd"
+        return 1 ;;
+    esac
+  done
+  echo "$daemon applies CDI ($how; spec folders $known): $needs"
+  return 0
+}
+if [ "$mode" = cdi ]; then
+  cdi_check
+  exit $?
+fi
 
 # ---- the next start: `containerd config dump` by the binary that will start
 command -v "$containerd" >/dev/null 2>&1 || unknown "containerd binary $containerd not found (--containerd)"

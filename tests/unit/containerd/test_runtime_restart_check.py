@@ -173,3 +173,163 @@ def test_a_disabled_cri_plugin_breaks_the_next_start(containerd_oracle, containe
         config.write_text('version = %d\ndisabled_plugins = ["%s"]\n' % (version, plugin))
         rc, out = run("breaks", config, binary)
         assert rc == 1 and "the CRI plugin is in disabled_plugins of %s" % config in out, out
+
+
+# ---- cdi (issue 48): RuntimeIgnoresCDI - CDI specs or a DRA GPU plugin on a node whose containerd applies no CDI
+NODE_ROOT = ROOT / "tests/diagnosis_corpus/dra-lab-node-2/node-root"
+# what crictl v1.37.0 prints against each containerd (the check's template `enableCDI|cdiSpecDirs`, and
+# `crictl version`'s RuntimeVersion) - the real daemons say the same: test_cdi_against_real_daemons
+CDI_SAYS = {"1.6.20": ("<no value>|<no value>", "1.6.20~ds1"),
+            "2.2.0": ("true|[/etc/cdi /var/run/cdi]", "2.2.0+unknown"),
+            "2.2.0-off": ("false|[/etc/cdi /var/run/cdi]", "2.2.0+unknown"),
+            "2.4.2": ("<no value>|[/etc/cdi /var/run/cdi]", "2.4.2+unknown")}
+
+
+def cdi_crictl(folder, daemon):
+    """A crictl that answers as crictl does against containerd `daemon` (CDI_SAYS)."""
+    line, version = CDI_SAYS[daemon]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "crictl"
+    path.write_text("#!/bin/sh\ncase \"$*\" in\n"
+                    "  *\"info -o go-template --template\"*) printf '%%s\\n' '%s' ;;\n"
+                    "  *\" version\") printf 'Version:  0.1.0\\nRuntimeName:  containerd\\nRuntimeVersion:  %s\\n"
+                    "RuntimeApiVersion:  v1\\n' ;;\n"
+                    "  *) echo \"unexpected: $*\" >&2; exit 3 ;;\nesac\n" % (line, version))
+    path.chmod(0o755)
+    return path
+
+
+def node(tmp_path, specs=(), plugin=False, dirs=("etc/cdi", "var/run/cdi")):
+    """A node's spec folders (`specs`: lab-node-2's, copied from the corpus - var/run/cdi/<the claim's>,
+    etc/cdi/nvidia.json) and plugins registry (`plugin`: NVIDIA's DRA kubelet plugin registered)."""
+    for d in dirs:
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+    for rel in specs:
+        shutil.copy(NODE_ROOT / rel, tmp_path / rel)
+    (tmp_path / "registry").mkdir(exist_ok=True)
+    if plugin:
+        (tmp_path / "registry/gpu.nvidia.com-reg.sock").write_text("")
+    return ["--cdi-spec-dir", str(tmp_path / "etc/cdi"), "--cdi-spec-dir", str(tmp_path / "var/run/cdi"),
+            "--plugins-registry", str(tmp_path / "registry")]
+
+
+def run_cdi(args, crictl, endpoint="unix:///nonexistent.sock"):
+    done = subprocess.run([str(CHECK), "cdi", "--crictl", str(crictl), "--endpoint", endpoint] + args,
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ, PATH="/usr/bin:/bin"))
+    return done.returncode, done.stdout
+
+
+SPEC_FILE = "k8s.gpu.nvidia.com-claim_05b595ad-06e3-4f09-8f7d-60128621dde8.yaml"
+CLAIM = "var/run/cdi/" + SPEC_FILE
+GPU_SPEC = "etc/cdi/nvidia.json"       # kind nvidia.com/gpu: NVIDIA's runtime (mode cdi) applies it itself
+
+
+def test_cdi_on_1_6_with_a_claims_spec_is_a_problem_naming_version_and_folder(tmp_path):
+    args = node(tmp_path / "n", specs=[CLAIM], plugin=True)
+    rc, out = run_cdi(args, cdi_crictl(tmp_path / "c", "1.6.20"))
+    assert rc == 1 and out.count("\n") == 1, out
+    assert out.startswith("containerd 1.6.20~ds1 knows no CDI (crictl info: no enableCDI, no cdiSpecDirs; CDI came "
+                          "with containerd 1.7) but %s holds 1 CDI spec of gpu.nvidia.com (%s); the DRA kubelet plugin "
+                          "gpu.nvidia.com is "
+                          "registered (%s): it drops the CDI devices the kubelet hands it" % (
+                              tmp_path / "n/var/run/cdi", SPEC_FILE, tmp_path / "n/registry/gpu.nvidia.com-reg.sock")), out
+    assert out.rstrip().endswith("Run containerd 1.7+ with enable_cdi = true (2.x: on by default)")
+    assert len(out) <= 512 + 200          # NPD keeps max_output_length (512) of it; what matters comes first
+
+
+def test_cdi_a_registered_dra_plugin_alone_is_enough_and_nothing_at_all_is_ok(tmp_path):
+    rc, out = run_cdi(node(tmp_path / "a", plugin=True), cdi_crictl(tmp_path / "c", "1.6.20"))
+    assert rc == 1 and "but the DRA kubelet plugin gpu.nvidia.com is registered" in out, out
+    rc, out = run_cdi(node(tmp_path / "b"), tmp_path / "no-crictl")     # nothing to apply: no daemon asked
+    assert rc == 0 and out.startswith("no CDI spec of gpu.nvidia.com in %s, %s and no DRA kubelet plugin gpu.nvidia.com "
+                                      "registered" % (tmp_path / "b/etc/cdi", tmp_path / "b/var/run/cdi")), out
+
+
+def test_cdi_lab_node_1s_kind_of_spec_alone_is_not_a_claim_on_1_6(tmp_path):
+    """lab-node-1: containerd 1.6.20 and NVIDIA's runtime in mode cdi, which reads /etc/cdi/nvidia.json
+    (kind nvidia.com/gpu) itself - its GPU Pods work without containerd's CDI: counted, not a problem."""
+    rc, out = run_cdi(node(tmp_path / "n", specs=[GPU_SPEC]), tmp_path / "no-crictl")
+    assert rc == 0 and out.rstrip().endswith("(1 other CDI spec(s): NVIDIA's runtime applies those itself)"), out
+    rc, out = run_cdi(node(tmp_path / "m", specs=[GPU_SPEC, CLAIM]), cdi_crictl(tmp_path / "c", "1.6.20"))
+    assert rc == 1 and "holds 1 CDI spec of gpu.nvidia.com (%s)" % SPEC_FILE in out and "nvidia.json" not in out, out
+
+
+def test_cdi_off_on_2_2_is_a_problem_on_and_2_4s_always_on_are_not(tmp_path):
+    # the daemon's own folders, where the node's specs are
+    folders = ["--cdi-spec-dir", "/etc/cdi", "--cdi-spec-dir", "/var/run/cdi"]
+    registry = node(tmp_path / "n", plugin=True)[-2:]
+    rc, out = run_cdi(folders + registry, cdi_crictl(tmp_path / "off", "2.2.0-off"))
+    assert rc == 1 and out.startswith("containerd 2.2.0+unknown has CDI off (crictl info: enableCDI false) but "), out
+    assert "Set enable_cdi = true in its CRI plugin config and restart containerd" in out
+    rc, out = run_cdi(folders + registry, cdi_crictl(tmp_path / "on", "2.2.0"))
+    assert rc == 0 and out.startswith("containerd 2.2.0+unknown applies CDI (enableCDI true; spec folders /etc/cdi "
+                                      "/var/run/cdi): "), out
+    rc, out = run_cdi(folders + registry, cdi_crictl(tmp_path / "24", "2.4.2"))
+    assert rc == 0 and out.startswith("containerd 2.4.2+unknown applies CDI (always on: cdiSpecDirs without enableCDI"), out
+
+
+def test_cdi_on_but_not_from_the_folder_that_holds_the_specs(tmp_path):
+    args = node(tmp_path / "n", specs=[CLAIM])
+    rc, out = run_cdi(args, cdi_crictl(tmp_path / "c", "2.2.0"))
+    assert rc == 1 and "applies CDI (enableCDI true) from /etc/cdi /var/run/cdi only, but %s holds 1 CDI spec" % (
+        tmp_path / "n/var/run/cdi") in out, out
+    assert "Add %s to the CRI plugin's cdi_spec_dirs" % (tmp_path / "n/var/run/cdi") in out
+
+
+def test_cdi_unreachable_containerd_is_unknown(tmp_path):
+    args = node(tmp_path / "n", specs=[CLAIM])
+    crictl = fake_crictl(tmp_path / "d", fail="connect: connect: no such file or directory")
+    rc, out = run_cdi(args, crictl)
+    assert rc == 2 and out.startswith("unknown: containerd unreachable at unix:///nonexistent.sock"), out
+    rc, out = run_cdi(args, tmp_path / "no-crictl")
+    assert rc == 2 and "crictl binary" in out, out
+    done = subprocess.run([str(CHECK), "cdi", "--cdi-spec-dir"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--cdi-spec-dir needs a folder" in done.stdout
+
+
+def test_cdi_against_real_daemons(containerd_oracle, containerd2_oracle, containerd24_oracle, crictl, tmp_path):
+    """CDI_SAYS is what the real daemons make crictl print: each version started here (its state in a
+    folder of its own), asked by the real crictl, judged with the claim's spec in a folder it reads."""
+    if os.geteuid() != 0:
+        pytest.skip("a containerd daemon needs root")
+    import tempfile
+    from lab_testing import wait_for
+    made_run = not os.path.exists("/run/containerd")   # containerd 2.x makes it (empty) at start
+    for key, binary, extra in (("1.6.20", containerd_oracle, ""), ("2.2.0", containerd2_oracle, ""),
+                               ("2.2.0-off", containerd2_oracle, "enable_cdi = false\n"),
+                               ("2.4.2", containerd24_oracle, "")):
+        d = pathlib.Path(tempfile.mkdtemp(prefix="cdi-", dir="/tmp"))
+        node(d, specs=[CLAIM])
+        if key == "1.6.20":
+            config = ('version = 2\nroot = "%s/root"\nstate = "%s/state"\n[grpc]\n  address = "%s/c.sock"\n'
+                      '[plugins."io.containerd.internal.v1.opt"]\n  path = "%s/opt"\n' % (d, d, d, d))
+        else:
+            config = ('version = 3\nroot = "%s/root"\nstate = "%s/state"\n[grpc]\n  address = "%s/c.sock"\n'
+                      '[plugins."io.containerd.nri.v1.nri"]\n  disable = true\n[plugins."io.containerd.internal.v1.opt"]\n'
+                      '  path = "%s/opt"\n[plugins."io.containerd.cri.v1.runtime"]\n  cdi_spec_dirs = ["%s"]\n%s' % (
+                          d, d, d, d, d / "var/run/cdi", "  " + extra if extra else ""))
+        (d / "config.toml").write_text(config)
+        log = open(d / "log", "wb")
+        proc = subprocess.Popen([binary, "--config", str(d / "config.toml")], stdout=log, stderr=subprocess.STDOUT)
+        endpoint = "unix://%s/c.sock" % d
+        try:
+            wait_for("containerd %s to serve CRI" % key, lambda: proc.poll() is None and subprocess.run(
+                [crictl, "--runtime-endpoint", endpoint, "info"], capture_output=True).returncode == 0, 30, interval=0.2)
+            done = subprocess.run([crictl, "--runtime-endpoint", endpoint, "info", "-o", "go-template", "--template",
+                                   '{{with .config}}{{index . "enableCDI"}}|{{index . "cdiSpecDirs"}}{{end}}'],
+                                  capture_output=True, text=True)
+            line = CDI_SAYS[key][0].replace("/etc/cdi /var/run/cdi", str(d / "var/run/cdi"))
+            assert done.stdout.strip() == line, (key, done.stdout, done.stderr)
+            version = subprocess.run([crictl, "--runtime-endpoint", endpoint, "version"], capture_output=True, text=True)
+            assert "RuntimeVersion:  %s" % CDI_SAYS[key][1] in version.stdout, version.stdout
+            rc, out = run_cdi(["--cdi-spec-dir", str(d / "var/run/cdi"), "--plugins-registry", str(d / "registry")],
+                              crictl, endpoint)
+            assert rc == (1 if key in ("1.6.20", "2.2.0-off") else 0), (key, out)
+            assert "containerd %s " % CDI_SAYS[key][1] in out and str(d / "var/run/cdi") in out, out
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+            log.close()
+            shutil.rmtree(d, ignore_errors=True)
+    if made_run and os.path.isdir("/run/containerd") and not os.listdir("/run/containerd"):
+        os.rmdir("/run/containerd")

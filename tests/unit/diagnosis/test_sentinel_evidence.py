@@ -65,3 +65,17 @@ def test_false_is_cited_without_a_finding():
 
 def test_no_sentinel_no_citation():
     assert not [e for e in evidence(host_layers.container_runtime(seen([]))) if "sentinel" in e[0]]
+
+
+def test_the_cdi_condition_is_cited_and_true_is_a_finding():
+    """Issue 48: RuntimeIgnoresCDI (the check's cdi mode) - a claim's devices dropped by a containerd without CDI."""
+    says = ("containerd 1.6.20~ds1 knows no CDI (crictl info: no enableCDI, no cdiSpecDirs; CDI came with containerd "
+            "1.7) but /var/run/cdi holds 1 CDI spec of gpu.nvidia.com (k8s.gpu.nvidia.com-claim_05b5.yaml)")
+    said = evidence(host_layers.container_runtime(seen([{"type": "RuntimeIgnoresCDI", "status": "True", "message": says}])))
+    assert ("GET /api/v1/nodes/lab-node-1 .status.conditions RuntimeIgnoresCDI (node-problem-detector's sentinel)",
+            "True: " + says) in said
+    assert [v for s, v in said if s == "finding" and "sentinel" in v] == [
+        "the sentinel says containerd on lab-node-1 drops the CDI devices the kubelet hands it (%s)" % says]
+    said = evidence(host_layers.container_runtime(seen([{"type": "RuntimeIgnoresCDI", "status": "False",
+                                                         "message": "containerd 2.2.0 applies CDI"}])))
+    assert not [v for s, v in said if s == "finding" and "sentinel" in v]

@@ -16,11 +16,13 @@ CORPUS = TESTS / "diagnosis_corpus"
 def test_a_node_without_any_tool_gives_no_file_and_says_why(tmp_path, monkeypatch, module_runner):
     monkeypatch.setenv("PATH", str(tmp_path))            # nothing installed
     monkeypatch.setattr(node_commands, "which", lambda name: None)
-    out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none")}, check_mode=True)
+    out = module_runner(gpu_bundle_node.main, {"driver_root": "", "socket_dir": str(tmp_path / "none"),
+                                               "host_root": str(tmp_path)}, check_mode=True)
     assert not out["failed"] and out["files"] == {} and not out["changed"]
     assert set(out["index"]) == set(layout.NODE_FILES)
     assert all(e["status"] == "missing" and e["reason"] for e in out["index"].values())
     assert "not installed" in out["index"]["nvidia-smi.txt"]["reason"]
+    assert out["index"]["cdi-specs.json"]["reason"] == "no CDI spec folder here: /etc/cdi, /var/run/cdi (CDI's defaults) under %s" % tmp_path
 
 
 def test_the_node_side_of_the_incident_from_a_real_daemon(module_runner, containerd_oracle, crictl, daemon,

@@ -130,7 +130,8 @@ def test_each_command_runs_once_per_collection(module_runner, tmp_path):
     bundle = runs(calls)
     assert set(bundle.values()) == {1}, bundle
     assert sorted(line.split(" ", 1)[0] for line in bundle) == [
-        "containerd", "crictl", "dmesg", "journalctl", "journalctl", "journalctl",   # -u containerd, -u kubelet, -k
+        "containerd", "crictl", "crictl", "dmesg",                                 # crictl info, crictl ps
+        "journalctl", "journalctl", "journalctl",                                  # -u containerd, -u kubelet, -k
         "nvidia-smi", "nvidia-smi", "nvidia-smi", "nvidia-smi", "systemctl"]       # table, query, -lgip, -lgipp
     calls.unlink()
     module_runner(gpu_node_facts.main, options)
