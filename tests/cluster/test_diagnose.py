@@ -82,6 +82,23 @@ class World:
             self.kube.get("/api/v1/namespaces/%s/pods/%s" % (self.ns, name)), "PodScheduled"))
         return name
 
+    def refused_pod(self, name, because, **kwargs):
+        """A Pod the scheduler refuses for the node change just made (`because` in its message).
+        The scheduler judges from its informer's copy of the Node: a Pod created right after the
+        Node was patched may meet the copy from before (seen under load: the Pod of the taint
+        case scheduled onto the tainted node). Such a Pod is not the case under test: it is
+        deleted and made again until the verdict is the new Node's - at most 5 times, then the
+        last verdict is shown."""
+        path = "/api/v1/namespaces/%s/pods/%s" % (self.ns, name)
+        for _attempt in range(5):
+            self.pod(name, **kwargs)
+            verdict = condition(self.kube.get(path), "PodScheduled")
+            if verdict.get("status") == "False" and because in (verdict.get("message") or ""):
+                return name
+            self.kube.request("DELETE", path, params={"gracePeriodSeconds": "0"})
+            wait("Pod %s gone" % name, lambda: self.kube.get(path, missing_ok=True) is None)
+        raise AssertionError("the scheduler never refused %s for %r: %s" % (name, because, verdict))
+
     def diagnose(self, runner, cluster, pod, facts=None, **args):
         base = {"kubeconfig": cluster, "namespace": self.ns, "pod": pod}
         if facts is not None:
@@ -192,17 +209,17 @@ def test_node_status_without_the_resource(module_runner, cluster, world):
 def test_taint_cordon_and_a_request_too_big_are_scheduling(module_runner, cluster, world):
     world.kube.patch("/api/v1/nodes/" + world.node, {"spec": {"taints": [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}})
-    pod = world.pod("tainted")
+    pod = world.refused_pod("tainted", "untolerated taint")
     out = world.diagnose(module_runner, cluster, pod, FACTS_OK)
     assert out["first_broken"] == "scheduling"
     assert "untolerated taint" in layer(out, "scheduling")["next"], layer(out, "scheduling")["evidence"]
     assert "does not tolerate: nvidia.com/gpu=present:NoSchedule" in layer(out, "scheduling")["next"]
     world.kube.patch("/api/v1/nodes/" + world.node, {"spec": {"taints": None, "unschedulable": True}})
-    pod = world.pod("cordoned")
+    pod = world.refused_pod("cordoned", "unschedulable")
     out = world.diagnose(module_runner, cluster, pod, FACTS_OK)
     assert out["first_broken"] == "scheduling" and "cordoned" in layer(out, "scheduling")["next"]
     world.kube.patch("/api/v1/nodes/" + world.node, {"spec": {"unschedulable": None}})
-    pod = world.pod("greedy", gpus=8)
+    pod = world.refused_pod("greedy", "Insufficient nvidia.com/gpu", gpus=8)
     out = world.diagnose(module_runner, cluster, pod, FACTS_OK)
     assert out["first_broken"] == "scheduling"
     assert layer(out, "node-advertisement")["status"] == "ok"
