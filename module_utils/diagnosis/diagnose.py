@@ -21,7 +21,9 @@ FACT_TYPES = {"driver_ok": bool, "driver_version": str, "driver_error": str, "nv
               "default_runtime_configured": str, "cdi_enabled": bool, "cdi_spec_dirs": list,
               "cri_error": str, "containerd_errors": list, "kernel_xid": list,
               "fabric_manager": str, "device_plugin_sockets": list, "device_plugin_socket": bool,
-              "mig_lgip": str, "mig_lgipp": str, "runtime_binaries": dict}
+              "mig_lgip": str, "mig_lgipp": str, "runtime_binaries": dict,
+              # issue 48 item 6: the node's CDI specs and its containers' devices (node/cdi.py)
+              "cdi_specs": dict, "container_devices": list}
 STRING_LISTS = ("runtimes_running", "runtimes_loaded", "runtimes_configured", "cdi_spec_dirs",
                 "containerd_errors", "kernel_xid", "device_plugin_sockets")
 TYPE_NAMES = {bool: "boolean", str: "string", list: "list", dict: "mapping"}

@@ -15,6 +15,7 @@ from lab_testing import TESTS  # tests/lab_testing.py
 
 import gpu_bundle_node
 import gpu_node_facts
+from ansible.module_utils.diagnosis.diagnose import check_facts
 from ansible.module_utils.node import cdi as node_cdi
 
 CORPUS = TESTS / "diagnosis_corpus/dra-lab-node-2"
@@ -65,6 +66,8 @@ def test_the_claims_spec_and_the_containers_devices_are_node_facts(module_runner
     assert facts["container_devices"] == [{"id": "35496e1cbcee2", "pod": "dra-lab/gpu-by-claim", "container": "ctr",
                                            "devices": []}]
     assert facts["cdi_enabled"] is False
+    # gpu_diagnose takes them as gpu_node_facts gives them (playbooks/diagnose.yml hands them over)
+    assert check_facts({NODE: facts}) is None
     # what the diagnosis reads from a bundle of this node is the same
     bundle = module_runner(gpu_bundle_node.main, dict(options(tmp_path, "1.6.20"), node_name=NODE), check_mode=True)
     for name, key in (("cdi-specs.json", "cdi_specs"), ("container-devices.json", "container_devices")):
@@ -79,6 +82,7 @@ def test_on_2_2_the_spec_folders_are_those_crictl_info_names_and_the_container_h
                                                         "/dev/nvidiactl"]
     assert facts["container_devices"][0]["cdi_devices"] == [
         "k8s.gpu.nvidia.com/claim=05b595ad-06e3-4f09-8f7d-60128621dde8-gpu-2"]
+    assert check_facts({NODE: facts}) is None
     out = module_runner(gpu_node_facts.main, options(tmp_path, "2.2.0"))
     said = [c["command"] for c in out["checks"]]
     assert "read /etc/cdi, /var/run/cdi/*.json|*.yaml (crictl info .config.cdiSpecDirs) under %s" % (
