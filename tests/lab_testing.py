@@ -70,3 +70,31 @@ def lab_settings(*extra_vars):
                                   ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
     rendered = json.loads(out.stdout.split("=>", 1)[1])["lab_grade_settings"]
     return {k: v for k, v in rendered.items() if k in SETTINGS}
+
+
+# ---- lab-node-2's recorded objects (diagnosis_corpus/dra-lab-node-2/README.md) as a bundle ----
+
+DRA_CORPUS = TESTS / "diagnosis_corpus/dra-lab-node-2"
+
+
+def dra_corpus_bundle(tmp_path, crictl, edit=None):
+    """A support bundle folder of the DRA corpus (lab-node-2 on NVIDIA's DRA driver, its Pod
+    dra-lab/gpu-by-claim) with `crictl` (a file of the corpus) as the node's crictl info;
+    `edit(cluster)` changes the cluster files ({name: document}) first. Returns its path."""
+    root = tmp_path / "bundle"
+    (root / "cluster").mkdir(parents=True)
+    cluster = {name: json.loads((DRA_CORPUS / name).read_text()) for name in (
+        "nodes.json", "pods.json", "events.json", "resourceclaims.json", "resourceslices.json", "deviceclasses.json")}
+    if edit:
+        edit(cluster)
+    for name, doc in cluster.items():
+        (root / "cluster" / name).write_text(json.dumps(doc))
+    (root / "logs/nvidia-dra-driver-gpu").mkdir(parents=True)
+    for plugin in [p["metadata"]["name"] for p in cluster["pods.json"]["items"]
+                   if p["metadata"]["namespace"] == "nvidia-dra-driver-gpu"]:
+        shutil.copy(DRA_CORPUS / "kubelet-plugin.log", root / "logs/nvidia-dra-driver-gpu" / (plugin + ".log"))
+    (root / "logs/dra-lab").mkdir(parents=True)
+    shutil.copy(DRA_CORPUS / "gpu-by-claim.log", root / "logs/dra-lab/gpu-by-claim.log")
+    (root / "nodes/lab-node-2").mkdir(parents=True)
+    shutil.copy(DRA_CORPUS / crictl, root / "nodes/lab-node-2/crictl-info.json")
+    return str(root)

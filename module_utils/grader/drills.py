@@ -41,7 +41,7 @@ class Drills(GraderBase):
         "driver": ["cuda.driver", "driver label", "driver_ok", "driver version", "driver-version",
                    "nvidia-smi", "kernel", "xid", "nvrm"],
         "container-runtime": ["runtimes_loaded", "runtimes_running", "restart_pending", "crictl",
-                              "config dump", "handler", "runtime"],
+                              "config dump", "handler", "runtime", "cdi"],
         "device-plugin": ["device-plugin", "device plugin", "device-plugins", "socket",
                           "daemonset", "plugin pod", "invalid mig configuration", "mig strategy",
                           "mig_strategy"],
@@ -50,6 +50,19 @@ class Drills(GraderBase):
         "scheduling": ["podscheduled", "insufficient", "taint", "toleration", "affinity",
                        "unschedulable", "request", "scheduler"],
         "workload": ["crashloop", "restart", "exit code", "logs", "phase"],
+    }
+
+    # Words the EVIDENCE of a drill must name where its layer's words are not enough to tell it:
+    # both drills below cut the container-runtime layer, each with a cause the answer must name -
+    # containerd 1.6 applies no CDI device (dra-cdi-ignored: the claim's devices are CDI ids), NVIDIA's
+    # installer wrote and did not restart containerd (toolkit-no-restart: its RUNTIME_RESTART_MODE,
+    # its own "Skipping restart", the restart the running daemon waits for).
+    DRILL_EVIDENCE = {
+        "dra-cdi-ignored": ["cdi", "enablecdi", "enable_cdi", "containerd 1.6"],
+        "toolkit-no-restart": ["restart-mode", "restart_mode", "skipping restart", "skipped the restart",
+                               "not restarted", "never restarted", "did not restart", "didn't restart",
+                               "no restart", "without restart", "restart pending", "restart_pending",
+                               "restartpending"],
     }
 
     def reboot_fix(self, node, crictl):
@@ -146,12 +159,14 @@ class Drills(GraderBase):
                 "first broken one" if below else " - that layer is fine here; look at the "
                 "evidence of each layer again"))
         evidence = answer["EVIDENCE"].strip()
-        words = self.DRILL_WORDS.get(state.get("layer"), [])
+        words = self.DRILL_EVIDENCE.get(name) or self.DRILL_WORDS.get(state.get("layer"), [])
         if len(evidence.split()) < 3:
             r.fail("EVIDENCE is empty or too short: say what you read (API field, command) and "
                    "what it showed")
         elif not any(w in evidence.lower() for w in words):
-            r.fail("EVIDENCE does not name what shows the break (one of: %s)" % ", ".join(words))
+            r.fail("EVIDENCE does not name what shows the break (one of: %s)%s" % (
+                ", ".join(words), " - the layer alone does not tell this drill: name its cause"
+                if name in self.DRILL_EVIDENCE else ""))
         if self.need_cluster(r):
             facts = None
             if node_facts_file and os.path.isfile(node_facts_file):

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from real_node_lab import BIN, Lab, flat, play, sh, ROOT  # tests/cluster/real_node_lab.py
+from real_node_lab import BIN, Lab, diagnosed, drill, flat, graded, play, sh, ROOT  # tests/cluster/real_node_lab.py
 
 NODE2 = "lab-node-2"
 
@@ -216,42 +216,64 @@ def test_mig_by_claim_after_a_layout_by_nvidia_s_mig_parted(lab):
 
 
 def test_on_containerd_1_6_the_same_claim_is_allocated_and_the_container_has_no_gpu(lab):
-    """-e dra_node_containerd=1.6.20: containerd restarts as Debian's 1.6.20, the claim is
-    allocated and the Pod Running - and the container sees no GPU: 1.6 drops the CDI devices the
-    kubelet hands it. Back on 2.2.0 afterwards, as the other tests expect."""
+    """Drill dra-cdi-ignored (issue 48): lab-node-2 switched to Debian's 1.6.20 by the gpu_dra role
+    (as dra.yml -e dra_node_containerd=1.6.20 switches it), the drill Pod's claim allocated and the
+    Pod Running - and the container sees no GPU: 1.6 drops the CDI devices the kubelet hands it.
+    gpu_diagnose names the container runtime, the grader passes an answer naming CDI; a rerun and a
+    checked reset change nothing; reset gives lab-node-2 back on 2.2.0, as the other tests expect."""
     lab.kubectl("delete", "namespace", "dra-lab", "--wait=true", timeout=120, check=False)
     try:
-        play("playbooks/dra.yml", "-e", "dra_node_containerd=1.6.20", *lab.extra)
+        _, _, state = drill(lab, "dra-cdi-ignored")
+        assert state == {"drill": "dra-cdi-ignored", "layer": "container-runtime", "node": NODE2, "real": True,
+                         "pod": "gpu-drill/cuda-drill"}
         node = lab.get("get", "node", NODE2)
         assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == "containerd://1.6.20"
-        lab.kubectl("create", "namespace", "dra-lab")
-        lab.apply(TEMPLATE, gpu_pod("silent", {"resourceClaimTemplateName": "single-gpu"}))
-        pod = lab.running("silent")
-        assert len(lab.allocated(lab.claim_of(pod))) == 1
-        log = lab.log("silent")
+        pod = lab.get("-n", "gpu-drill", "get", "pod", "cuda-drill")
+        assert pod["spec"]["nodeName"] == NODE2 and pod["status"]["phase"] == "Running"
+        claim_obj = lab.get("-n", "gpu-drill", "get", "resourceclaim", lab.claim_of(pod))
+        assert len(claim_obj["status"]["allocation"]["devices"]["results"]) == 1
+
+        def own_words():
+            text = lab.kubectl("-n", "gpu-drill", "logs", "cuda-drill").stdout
+            return text if "nvidia-smi" in text else None
+        log = lab.wait("the drill Pod's own words about its GPU", own_words, 30)
         assert uuids(log) == [] and "nvidia-smi: not found" in log
         assert not re.search(r"^/dev/nvidia\S*$", log, re.M), log       # ls listed no device node
         # containerd's own view: no CDI in 1.6 (crictl info has no enableCDI)
         info = json.loads(sh(lab.node2_dir / "bin/crictl", "info").stdout)
         assert "enableCDI" not in info["config"]
         # the diagnosis names it, live: the container-runtime layer, with the claim's allocation
-        play("playbooks/diagnose.yml", "-e", "pod=dra-lab/silent", *lab.extra)
-        result = json.loads((lab.state / "diagnosis.json").read_text())
-        runtime = {l["layer"]: l for l in result["layers"]}["container-runtime"]
-        assert result["first_broken"] == "container-runtime" and "knows no CDI" in runtime["next"]
+        first, layers = diagnosed(lab)
+        runtime = layers["container-runtime"]
+        assert first == "container-runtime" and "knows no CDI" in runtime["next"]
         assert "the claim is allocated (gpu-" in runtime["next"]
-        assert {l["layer"]: l["status"] for l in result["layers"]}["device-plugin"] == "ok"   # the DRA plugin
+        assert layers["device-plugin"]["status"] == "ok"   # the DRA plugin
         # ... citing the claim's CDI spec on the node (its own /var/run/cdi, read under its mount
         # namespace's root) with the device nodes it would add, and the container's own devices: none
         said = {e["source"]: e["value"] for e in runtime["evidence"]}
-        uid = lab.get("-n", "dra-lab", "get", "resourceclaim", lab.claim_of(pod))["metadata"]["uid"]
+        uid = claim_obj["metadata"]["uid"]
         spec = [v for k, v in said.items() if k.endswith("cdi_specs /var/run/cdi/k8s.gpu.nvidia.com-claim_%s.yaml" % uid)]
         assert spec and "kind k8s.gpu.nvidia.com/claim" in spec[0] and " adds /dev/nvidia" in spec[0], said
-        devices = [v for k, v in said.items() if "container_devices [ctr]" in k and "linux.devices" in k]
+        devices = [v for k, v in said.items() if "container_devices [cuda-check]" in k and "linux.devices" in k]
         assert devices and devices[0].startswith("no /dev/nvidia* device - the claim's CDI spec adds /dev/nvidia"), said
+        ok, text = graded(lab, "dra-cdi-ignored", "container-runtime",
+                          "crictl info on lab-node-2 has no enableCDI: containerd 1.6.20 drops the claim's CDI devices")
+        assert ok, text
+        out, counts, _ = drill(lab, "dra-cdi-ignored")
+        assert counts["changed"] == 0, out.stdout[-3000:]
+        out, counts, checked = drill(lab, "reset", "--check")
+        assert counts["changed"] > 0 and checked == state, out.stdout[-3000:]
+        assert lab.get("get", "node", NODE2)["status"]["nodeInfo"]["containerRuntimeVersion"] == "containerd://1.6.20"
+        _, _, state = drill(lab, "reset")
+        assert state["drill"] == "" and state["node"] != NODE2
+        assert lab.get("-n", "gpu-drill", "get", "pod", "cuda-drill")["spec"]["nodeSelector"]["kubernetes.io/hostname"] != NODE2
+        assert lab.get("-n", "gpu-drill", "get", "resourceclaimtemplates")["items"] == []
+        out, counts, _ = drill(lab, "reset")
+        assert counts["changed"] == 0, out.stdout[-3000:]
     finally:
-        lab.kubectl("delete", "namespace", "dra-lab", "--wait=true", timeout=120, check=False)
-        play("playbooks/dra.yml", *lab.extra)
+        if not lab.get("get", "node", NODE2)["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.2.0"):
+            play("playbooks/dra.yml", *lab.extra)        # a failed drill leaves 1.6.20: the next tests need 2.2.0
+    assert lab.get("get", "node", NODE2)["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.2.0")
     info = json.loads(sh(lab.node2_dir / "bin/crictl", "info").stdout)
     assert info["config"]["enableCDI"] is True
 
@@ -269,3 +291,9 @@ def test_state_absent_gives_a_kwok_node_back_and_lab_yml_keeps_a_real_one(lab):
     assert lab.get("get", "resourceslices")["items"] == []
     _, counts = play("playbooks/dra.yml", "-e", "state=absent", *lab.extra)
     assert counts["changed"] == 0
+    # the drill of lab-node-2 is refused where it is not real, before anything changes
+    out, counts = play("playbooks/drill.yml", "-e", "drill=dra-cdi-ignored", *lab.extra, check=False)
+    said = flat(out.stdout)
+    assert counts["failed"] == 1 and counts["changed"] == 0, out.stdout[-3000:]
+    assert "dra-cdi-ignored needs lab-node-2 as a real node" in said and "Run `ansible-playbook playbooks/dra.yml` first" in said
+    assert "Nothing was changed." in said

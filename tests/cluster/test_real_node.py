@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 from real_node_lab import (  # tests/cluster/real_node_lab.py: the lab both real-node modules drive
-    ANSIBLE, BIN, FIXED_DROPIN, NODE, ROOT, RUNTIME_CHECK, diagnosed, drill, flat, graded, plain, play, real_lab, sh)
+    ANSIBLE, BIN, FIXED_DROPIN, NODE, ROOT, RUNTIME_CHECK, diagnosed, drill, fixed, flat, graded, plain, play, real_lab, sh)
 sys.path.insert(0, str(ROOT / "tools"))
 from headless_chromium import Chromium, binary  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests"))
@@ -101,6 +101,12 @@ def test_nvidia_s_toolkit_installer_as_the_operator_runs_it_writes_and_does_not_
     folder = lab.root / "etc/containerd"
     before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     running = lab.running()
+    # its drill needs the node after the reboot fix: refused here (runc alone), nothing changed
+    out, counts = play("playbooks/drill.yml", "-e", "drill=toolkit-no-restart", *lab.extra, check=False)
+    said = plain(out.stdout)
+    assert counts["failed"] == 1 and counts["changed"] == 0, out.stdout[-3000:]
+    assert ("needs that node after the reboot fix, its GPU half up: its running containerd has only runc loaded - the "
+            "incident itself; do the reboot fix first" in said and "Nothing was changed." in said), said[-2000:]
     out, counts = play(*deploy, *lab.extra)
     said = flat(out.stdout)
     assert 'msg="Flushing config to /runtime/config-dir.d/99-nvidia.toml"' in said, said[-2000:]
@@ -469,6 +475,49 @@ def test_graded_fix(lab):
     assert counts["changed"] == 0 and "Drill reboot PASS" in out.stdout
     assert (lab.root / "etc/containerd/conf.d/99-nvidia.toml").read_text() == before
     lab.kubectl("-n", "gpu-lab", "delete", "pod", "runtime-check", "--wait=false")
+
+
+def test_drill_toolkit_no_restart_nvidia_s_installer_after_the_fix(lab):
+    """Issue 49's drill on the node after the reboot fix (containerd runs nvidia and runc):
+    NVIDIA's installer as the GPU Operator runs it, RUNTIME_RESTART_MODE=none - its drop-in written,
+    its Pod Ready, containerd not restarted; the drill Pod of the Operator's RuntimeClass nvidia-cdi
+    is refused in containerd's own words; gpu_diagnose names the container runtime quoting the
+    installer; the grader passes an answer naming the restart. A rerun changes nothing; reset
+    deletes the installer (its TERM cleanup) and gives the lab folder's files and containerd's
+    runtimes back as they were. (A checked reset is test_dra.py's: each run here costs ~45 s.)"""
+    if lab.running() != ["nvidia", "runc"]:      # run alone (-k toolkit): the node after the fix first
+        fixed(lab)
+    folder = lab.root / "etc/containerd"
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    out, _, state = drill(lab, "toolkit-no-restart")
+    assert (state["drill"], state["node"], state["real"], state["layer"]) == ("toolkit-no-restart", NODE, True, "container-runtime")
+    assert 'msg="Skipping restart of containerd due to --restart-mode=none"' in flat(out.stdout), out.stdout[-3000:]
+    assert lab.running() == ["nvidia", "runc"]               # written, not loaded
+    assert "nvidia-cdi" in (folder / "conf.d/99-nvidia.toml").read_text()
+    pod = json.loads(lab.kubectl("-n", "gpu-drill", "get", "pod", "cuda-drill", "-o", "json").stdout)
+    assert pod["spec"]["runtimeClassName"] == "nvidia-cdi" and pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": NODE}
+
+    def refused():
+        events = lab.kubectl("-n", "gpu-drill", "get", "events", "--field-selector",
+                             "involvedObject.name=cuda-drill", "-o", "json").stdout
+        return 'no runtime for \\"nvidia-cdi\\" is configured' in events
+    lab.wait("containerd to refuse the drill Pod's sandbox (no nvidia-cdi runtime)", refused, 60)
+    first, layers = diagnosed(lab)
+    said = json.dumps(layers["container-runtime"])
+    assert first == "container-runtime" and "a restart is pending" in layers["container-runtime"]["next"], said[-2000:]
+    assert "the toolkit installer on lab-node-1 wrote containerd's config and did not restart it" in said
+    assert "Skipping restart of containerd due to --restart-mode=none" in said
+    ok, text = graded(lab, "toolkit-no-restart", "container-runtime",
+                      "the toolkit Pod's log says Skipping restart of containerd due to --restart-mode=none; "
+                      "crictl info lists nvidia, runc - no nvidia-cdi")
+    assert ok, text
+    out, counts, _ = drill(lab, "toolkit-no-restart")
+    assert counts["changed"] == 0, out.stdout[-3000:]
+    out, _, state = drill(lab, "reset")
+    assert state["drill"] == "" and "(TERM for the installer: its cleanup)" in flat(out.stdout), out.stdout[-3000:]
+    assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert lab.running() == ["nvidia", "runc"] and not (lab.state / "toolkit").exists()
+    assert "nvidia-cdi" not in lab.kubectl("get", "runtimeclasses", "-o", "name").stdout
 
 
 def test_nvidia_ctk_s_drop_in_on_the_real_node_restart_and_look(lab):

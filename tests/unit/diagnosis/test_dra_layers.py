@@ -5,41 +5,17 @@ bundle holding the real objects of the lab's lab-node-2 (diagnosis_corpus/dra-la
 NVIDIA's DRA driver v0.4.1 on containerd 1.6.20, then 2.2.0)."""
 import json
 import pathlib
-import shutil
 
-from lab_testing import TESTS  # tests/lab_testing.py
+from lab_testing import DRA_CORPUS as CORPUS, dra_corpus_bundle as bundle  # tests/lab_testing.py
 
 import gpu_diagnose
 from ansible.module_utils.node import cdi as node_cdi
 
-CORPUS = TESTS / "diagnosis_corpus/dra-lab-node-2"
 NODE = "lab-node-2"
 POD = "dra-lab/gpu-by-claim"
 CLAIM_UID = "05b595ad-06e3-4f09-8f7d-60128621dde8"
 SPEC = "/var/run/cdi/k8s.gpu.nvidia.com-claim_%s.yaml" % CLAIM_UID
 ADDS = "/dev/nvidia2, /dev/nvidia-uvm-tools, /dev/nvidia-uvm, /dev/nvidiactl"
-
-
-def bundle(tmp_path, crictl, edit=None):
-    """A bundle folder of the corpus with `crictl` as the node's crictl info; `edit(cluster)`
-    changes the cluster files ({name: document}) first."""
-    root = tmp_path / "bundle"
-    (root / "cluster").mkdir(parents=True)
-    cluster = {name: json.loads((CORPUS / name).read_text()) for name in (
-        "nodes.json", "pods.json", "events.json", "resourceclaims.json", "resourceslices.json", "deviceclasses.json")}
-    if edit:
-        edit(cluster)
-    for name, doc in cluster.items():
-        (root / "cluster" / name).write_text(json.dumps(doc))
-    (root / "logs/nvidia-dra-driver-gpu").mkdir(parents=True)
-    for plugin in [p["metadata"]["name"] for p in cluster["pods.json"]["items"]
-                   if p["metadata"]["namespace"] == "nvidia-dra-driver-gpu"]:
-        shutil.copy(CORPUS / "kubelet-plugin.log", root / "logs/nvidia-dra-driver-gpu" / (plugin + ".log"))
-    (root / "logs/dra-lab").mkdir(parents=True)
-    shutil.copy(CORPUS / "gpu-by-claim.log", root / "logs/dra-lab/gpu-by-claim.log")
-    (root / "nodes" / NODE).mkdir(parents=True)
-    shutil.copy(CORPUS / crictl, root / "nodes" / NODE / "crictl-info.json")
-    return str(root)
 
 
 def node_side(root, version, root_dir=CORPUS / "node-root"):

@@ -249,3 +249,16 @@ def test_go_builds_of_what_the_lab_runs_are_build_shs():
             if re.search(r'\bgo build\b|"go", "build"', line) and not line.lstrip().startswith("#"):
                 found.append(str(path.relative_to(ROOT)))
     assert found == ["tests/unit/roles/gpu_stack_testing.py"], found
+
+
+def test_the_drill_catalog_is_the_one_list_the_docs_follow():
+    """The drills are the catalog's (roles/gpu_drills/vars/main.yml): each has its anchor in both
+    guides and its row, with its layer, in docs/diagnosis.md's table; neither names a drill the
+    catalog lacks."""
+    import yaml
+    catalog = yaml.safe_load((ROOT / "roles/gpu_drills/vars/main.yml").read_text())["gpu_drills_catalog"]
+    for guide in ("docs/steps.md", "docs/steps.zh-CN.md"):
+        anchors = re.findall(r'<a id="drill-([^"]+)"></a>', (ROOT / guide).read_text())
+        assert sorted(anchors) == sorted(catalog), guide
+    rows = dict(re.findall(r"^\| `([a-z0-9-]+)` \| ([a-z-]+) \|", (ROOT / "docs/diagnosis.md").read_text(), re.M))
+    assert rows == {name: drill["layer"] for name, drill in catalog.items()}
