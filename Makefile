@@ -52,26 +52,24 @@ test: host-test lab-snapshot
 	  [ $$status -eq 0 ] || echo "make test: failed (the suite's status $$status; the lab's comparison above)" >&2; \
 	  exit $$status
 
-# The suite in lanes, LANES at a time (default 4 on 2 cores): the real node's incident path
+# The suite in lanes, LANES at a time (default 3 on 2 cores: the lanes that drive labs mostly wait
+# on control planes, kubelets and containerd): the real node's incident path
 # (tests/cluster/test_real_node.py) and its GPU stack (test_real_node_gpu.py), each on a lab of its
 # own; the other cluster tests; the guide as printed and the README as printed (test_docs.py);
-# Molecule; the checks (lint, unit, collection, sanity). Since every module runs in Ansible's
-# worker (session 20) the lanes that drive labs mostly wait - on control planes, kubelets,
-# containerd, a DRA plugin's 30 s resync: three lanes left the cores idle a quarter of the run
-# (process accounting, bench/README.md), five kept a load of 16 on 2 cores and every lane took
-# longer. The longest lanes start first (longest-first packing from the last measured lane
-# times), so the lanes end close together instead of one alone. They share nothing but what is
-# built once before them (the lab's binaries, the containerd oracles, the venv), Debian's
-# packages the real node unpacks (real-node.sh takes turns) and dist/ (`make collection` takes
-# turns: the docs run it too). Each lane's output goes to its log and is printed whole when the
-# lane ends, so lanes never interleave; bench/README.md ("make test, by stage") has the before and
-# after. `make suite LANES=1` runs the lanes one after another.
+# Molecule; the checks (lint, unit, collection, sanity). The cores are what they share most (with
+# every module in Ansible's worker, three lanes keep them ~75 % busy - and four or five lanes made
+# every lane slower and the run no shorter: bench/README.md, session 20), so the lanes that wait most start first and the
+# checks, which only compute, last - the lanes end close together instead of one alone. They share nothing but what is built once before them (the lab's binaries, the containerd
+# oracles, the venv), Debian's packages the real node unpacks (real-node.sh takes turns) and dist/
+# (`make collection` takes turns: the docs run it too). Each lane's output goes to its log and is
+# printed whole when the lane ends, so lanes never interleave; bench/README.md ("make test, by
+# stage") has the before and after. `make suite LANES=1` runs the lanes one after another.
 TEST_LOGS := .cache/test-logs
 # each pytest run a temp folder of its own: pytest keeps the last three of /tmp/pytest-of-<user>/ and
 # removes older ones as a session starts - a lane's session would delete a running lane's folders
 PYTEST_TMP ?= $(or $(TMPDIR),/tmp)/gpu-incident-lab-pytest-$(shell id -u)
-LANES ?= 4
-SUITE_LANES := lane-real-node lane-cluster lane-molecule lane-gpu-node lane-checks lane-guide lane-docs lane-dra
+LANES ?= 3
+SUITE_LANES := lane-gpu-node lane-real-node lane-guide lane-dra lane-docs lane-cluster lane-molecule lane-checks
 suite: host-test venv binaries oracle oracle2 oracle24
 	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log
 	@echo "make test: lanes $(patsubst lane-%,%,$(SUITE_LANES)), $(LANES) at a time;" \
