@@ -73,6 +73,14 @@ tmp=$(mktemp -d 2>/dev/null || { d=/tmp/runtime-check.$$; mkdir -m 700 "$d" && e
   || unknown "no writable temporary folder (TMPDIR or /tmp)"
 trap 'rm -rf "$tmp"' EXIT
 
+# the running containerd's CRI config through crictl info's Go TEMPLATE, into $tmp/info - or unknown
+running_info() {
+  command -v "$crictl" >/dev/null 2>&1 || unknown "crictl binary $crictl not found (--crictl)"
+  if ! "$crictl" --runtime-endpoint "$endpoint" --timeout "${timeout}s" info -o go-template \
+       --template "$1" >"$tmp/info" 2>"$tmp/info.err"; then
+    unknown "containerd unreachable at $endpoint: $(grep -v '^[[:space:]]*$' "$tmp/info.err" | tail -1 | cut -c1-200)"
+  fi
+}
 value() { sed -n "s/^$1=//p" "$tmp/next" | head -1; }
 
 # ---- cdi: the node's claims by CDI (specs of the DRA driver, its registered plugin) against the
@@ -106,13 +114,8 @@ cdi_check() {
   fi
   needs=$claims_said
   [ -z "$plugin" ] || needs="$needs${needs:+; }the DRA kubelet plugin $dra_driver is registered ($plugin)"
-  command -v "$crictl" >/dev/null 2>&1 || unknown "crictl binary $crictl not found (--crictl)"
   # shellcheck disable=SC2016 # a Go template, not shell
-  template='{{with .config}}{{index . "enableCDI"}}|{{index . "cdiSpecDirs"}}{{end}}'
-  if ! "$crictl" --runtime-endpoint "$endpoint" --timeout "${timeout}s" info -o go-template \
-       --template "$template" >"$tmp/info" 2>"$tmp/info.err"; then
-    unknown "containerd unreachable at $endpoint: $(grep -v '^[[:space:]]*$' "$tmp/info.err" | tail -1 | cut -c1-200)"
-  fi
+  running_info '{{with .config}}{{index . "enableCDI"}}|{{index . "cdiSpecDirs"}}{{end}}'
   info=$(head -1 "$tmp/info")
   case "$info" in
     *"|"*) ;;
@@ -275,13 +278,8 @@ if [ "$mode" = breaks ]; then
 fi
 
 # ---- pending: the running daemon, asked over CRI
-command -v "$crictl" >/dev/null 2>&1 || unknown "crictl binary $crictl not found (--crictl)"
 # shellcheck disable=SC2016 # a Go template, not shell
-template='{{with .config}}{{with .containerd}}{{.defaultRuntimeName}}|{{range $k, $v := .runtimes}}{{$k}},{{end}}{{end}}|{{index . "enableCDI"}}{{end}}'
-if ! "$crictl" --runtime-endpoint "$endpoint" --timeout "${timeout}s" info -o go-template \
-     --template "$template" >"$tmp/info" 2>"$tmp/info.err"; then
-  unknown "containerd unreachable at $endpoint: $(grep -v '^[[:space:]]*$' "$tmp/info.err" | tail -1 | cut -c1-200)"
-fi
+running_info '{{with .config}}{{with .containerd}}{{.defaultRuntimeName}}|{{range $k, $v := .runtimes}}{{$k}},{{end}}{{end}}|{{index . "enableCDI"}}{{end}}'
 info=$(head -1 "$tmp/info")
 case "$info" in
   *"|"*"|"*) ;;
